@@ -1,0 +1,5 @@
+export { INT64_MAX, INT64_MIN, Int64, toInt64 } from "./int64.ts";
+export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX_LENGTH } from "./plant.ts";
+export { ErrorBody } from "./error.ts";
+export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
+export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";

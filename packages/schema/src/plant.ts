@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { Int64 } from "./int64.ts";
+
+/** Length limits the interface leaves open ("not shown"); chosen here and documented in the README. */
+export const NAME_MAX_LENGTH = 256;
+export const TAG_MAX_LENGTH = 64;
+
+// Text must round-trip exactly through SQLite and PostgreSQL: lone UTF-16 surrogates would be
+// replaced by U+FFFD on the way to UTF-8, and PostgreSQL refuses U+0000 in text.
+// Messages name no field: the server prefixes the path ("name must be a string").
+const storableText = (max: number) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .min(1, { error: "must not be empty" })
+    .max(max, { error: `must be at most ${max} characters` })
+    .refine((s) => s.isWellFormed() && !s.includes("\u0000"), {
+      error: "must be well-formed Unicode text without U+0000",
+    });
+
+export const PlantName = storableText(NAME_MAX_LENGTH).meta({ description: "The name of the plant" });
+export const PlantTag = storableText(TAG_MAX_LENGTH).meta({
+  description: "A tag that specifies the type of the plant",
+});
+export const PlantId = Int64.meta({ description: "Identification number of the plant" });
+
+export const Plant = z
+  .object({
+    name: PlantName,
+    tag: PlantTag.optional(),
+  })
+  .meta({ id: "Plant" });
+export type Plant = z.infer<typeof Plant>;
+
+/** The request body of `POST /plants`: every field of Plant plus the client-chosen `id`. */
+export const NewPlant = Plant.extend({ id: PlantId }).meta({ id: "NewPlant" });
+export type NewPlant = z.infer<typeof NewPlant>;

@@ -1,0 +1,47 @@
+import { z } from "zod";
+
+/**
+ * The only module that reads `process.env`. Every variable is validated here and documented in
+ * the README's configuration table; everything else receives a typed `Config`.
+ */
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  DATABASE_URL: z.string().min(1).optional(),
+  PLANTSTORE_TOKENS: z.string().optional(),
+  PLANTSTORE_BODY_LIMIT: z.coerce.number().int().min(64).max(16 * 1024 * 1024).default(16 * 1024),
+  PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Config = {
+  port: number;
+  host: string;
+  /** `sqlite:<path>`, `sqlite::memory:`; unset means `sqlite:./data/plantstore.db`. */
+  databaseUrl: string;
+  /** Static bearer tokens for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
+  tokens: string[];
+  bodyLimitBytes: number;
+  logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
+};
+
+export const DEFAULT_DATABASE_URL = "sqlite:./data/plantstore.db";
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`invalid configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    tokens: (e.PLANTSTORE_TOKENS ?? "")
+      .split(",")
+      .map((t) => t.trim())
+      .filter((t) => t.length > 0),
+    bodyLimitBytes: e.PLANTSTORE_BODY_LIMIT,
+    logLevel: e.PLANTSTORE_LOG_LEVEL,
+  };
+}

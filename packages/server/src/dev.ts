@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { loadConfig } from "./config.ts";
+import { createLogger } from "./logger.ts";
+import { startServer } from "./server.ts";
+
+/**
+ * `pnpm turbo dev`: the server on SQLite under ./data, restarted by `node --watch` on change.
+ * A development token is made once and kept in ./data/dev-token so restarts keep the same curl line.
+ */
+const TOKEN_FILE = resolve("data/dev-token");
+
+function devToken(): string {
+  if (existsSync(TOKEN_FILE)) return readFileSync(TOKEN_FILE, "utf8").trim();
+  const token = `ps_dev_${randomBytes(32).toString("base64url")}`;
+  mkdirSync(dirname(TOKEN_FILE), { recursive: true });
+  writeFileSync(TOKEN_FILE, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+const base = loadConfig();
+const token = devToken();
+const config = { ...base, tokens: [...base.tokens, token] };
+const running = await startServer({ config, logger: createLogger(config.logLevel) });
+
+process.stdout.write(
+  [
+    "",
+    `Plant Store (development) on ${running.url}, database ${config.databaseUrl}`,
+    `OpenAPI document: ${running.url}/openapi.json`,
+    "Try it:",
+    `  curl -sS -X POST ${running.url}/plants -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"id":1,"name":"Fern","tag":"fern"}'`,
+    "",
+  ].join("\n"),
+);
+
+const stop = () => void running.close().then(() => process.exit(0));
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);

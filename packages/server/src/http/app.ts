@@ -1,0 +1,119 @@
+import Koa from "koa";
+import type { Logger } from "pino";
+import type { Authenticator, Principal } from "../auth/principal.ts";
+import { readBearer } from "../auth/bearer.ts";
+import type { AppRouter } from "../router/root.ts";
+import type { Context } from "../trpc.ts";
+import type { PlantStore } from "../storage/plant-store.ts";
+import { ApiError } from "./api-error.ts";
+import { buildOpenApiDocument } from "./openapi-document.ts";
+import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
+import { RouteTable } from "./routes.ts";
+import { toApiError } from "./trpc-errors.ts";
+
+export type AppOptions = {
+  router: AppRouter;
+  store: PlantStore;
+  authenticator: Authenticator;
+  logger: Logger;
+  bodyLimitBytes: number;
+};
+
+const REALM = 'Bearer realm="plantstore"';
+
+function sendError(ctx: Koa.Context, error: ApiError): void {
+  ctx.status = error.status;
+  for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+  ctx.type = "application/json";
+  ctx.body = JSON.stringify(error.body);
+}
+
+async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<Principal> {
+  const bearer = readBearer(header);
+  if (bearer.kind === "missing") {
+    throw new ApiError("MISSING_TOKEN", "a bearer token is required", { headers: { "WWW-Authenticate": REALM } });
+  }
+  const principal = bearer.kind === "token" ? await authenticator.authenticate(bearer.token) : undefined;
+  if (principal === undefined) {
+    throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", {
+      headers: { "WWW-Authenticate": `${REALM}, error="invalid_token"` },
+    });
+  }
+  return principal;
+}
+
+/**
+ * The Koa app: a thin REST adapter over the tRPC router. trpc-to-openapi supplies the route
+ * metadata, path templates and the OpenAPI document; this adapter reads the body itself (exact
+ * int64, no coercion, any `application/json` parameters), calls the procedure directly, and
+ * answers every failure with the interface's `Error` body. See the README for why the stock
+ * `createOpenApiKoaMiddleware` is not used.
+ */
+export function createApp(options: AppOptions): Koa {
+  const { router, store, authenticator, logger, bodyLimitBytes } = options;
+  const routes = new RouteTable(router);
+  const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
+  routes.addPlainPath("/openapi.json", ["GET", "HEAD"]);
+  routes.addPlainPath("/healthz", ["GET", "HEAD"]);
+
+  const app = new Koa();
+  app.proxy = false;
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (thrown) {
+      const error = toApiError(thrown);
+      if (error.status >= 500) logger.error({ err: thrown, method: ctx.method, path: ctx.path }, "request failed");
+      sendError(ctx, error);
+    }
+  });
+
+  app.use(async (ctx) => {
+    const method = ctx.method === "HEAD" ? "GET" : ctx.method;
+    if (method === "GET" && ctx.path === "/openapi.json") {
+      ctx.type = "application/json";
+      ctx.body = openApiJson;
+      return;
+    }
+    if (method === "GET" && ctx.path === "/healthz") {
+      ctx.type = "application/json";
+      ctx.body = '{"status":"ok"}';
+      return;
+    }
+
+    const matched = routes.match(method, ctx.path);
+    if (matched === undefined) throw new ApiError("NOT_FOUND", `no operation at ${ctx.path}`);
+    if ("allow" in matched) {
+      throw new ApiError("METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
+        headers: { Allow: matched.allow.join(", ") },
+      });
+    }
+    const { route, params } = matched;
+
+    // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
+    const principal = route.protect ? await authenticate(authenticator, ctx.get("authorization") || undefined) : null;
+
+    let input: Record<string, unknown> = { ...params };
+    if (route.method !== "GET" && route.method !== "DELETE") {
+      assertJsonContentType(ctx.get("content-type") || undefined);
+      const body = await readJsonObject(ctx.req, bodyLimitBytes);
+      input = Object.keys(params).length === 0 ? body : { ...body, ...params };
+    }
+
+    const trpcContext: Context = { principal, store };
+    const output = await route.procedure({
+      ctx: trpcContext,
+      getRawInput: async () => input,
+      path: route.procedurePath,
+      type: route.type,
+      signal: undefined,
+      batchIndex: 0,
+    });
+    ctx.status = 200;
+    ctx.type = "application/json";
+    ctx.body = JSON.stringify(output);
+  });
+
+  return app;
+}

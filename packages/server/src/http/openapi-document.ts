@@ -1,0 +1,158 @@
+import { ErrorBody, ErrorCodes, NewPlant, Plant, type ErrorCodeName } from "@plantstore/schema";
+import { generateOpenApiDocument, type OpenAPIObject } from "trpc-to-openapi";
+import { createDocument } from "zod-openapi";
+import type { AppRouter } from "../router/root.ts";
+
+type Json = Record<string, unknown>;
+
+const errorRef = { $ref: "#/components/schemas/Error" };
+
+/** Which catalogued errors each operation can answer, by status; the document lists them all. */
+const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
+  "POST /plants": [
+    "BAD_REQUEST",
+    "MALFORMED_JSON",
+    "BODY_NOT_OBJECT",
+    "EMPTY_BODY",
+    "VALIDATION_FAILED",
+    "MISSING_TOKEN",
+    "INVALID_TOKEN",
+    "INSUFFICIENT_SCOPE",
+    "ID_CONFLICT",
+    "BODY_TOO_LARGE",
+    "UNSUPPORTED_MEDIA_TYPE",
+    "INTERNAL",
+    "UNAVAILABLE",
+  ],
+};
+
+const STATUS_SUMMARY: Record<number, string> = {
+  400: "Unexpected error",
+  401: "Missing or invalid bearer token",
+  403: "The token lacks the required scope",
+  404: "Not found",
+  409: "A different plant is already stored under this id",
+  413: "The body is larger than the configured limit",
+  415: "The body is not application/json",
+  429: "Rate limited",
+  500: "Unexpected server failure",
+  503: "The database is unreachable",
+};
+
+function errorResponses(codes: ErrorCodeName[]): Json {
+  const byStatus = new Map<number, ErrorCodeName[]>();
+  for (const code of codes) {
+    const status = ErrorCodes[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: Json = {};
+  for (const [status, names] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const response: Json = {
+      // 400 keeps the interface's own wording; the codes each status can carry are in the extension.
+      description: STATUS_SUMMARY[status] ?? "Error",
+      "x-error-codes": names.map((n) => ({ error: ErrorCodes[n].error, name: n, meaning: ErrorCodes[n].meaning })),
+      content: { "application/json": { schema: errorRef } },
+    };
+    if (status === 401) {
+      response["headers"] = {
+        "WWW-Authenticate": {
+          description: 'RFC 6750 challenge: `Bearer realm="plantstore"`, with `error="invalid_token"` for a bad token',
+          schema: { type: "string" },
+        },
+      };
+    }
+    responses[String(status)] = response;
+  }
+  return responses;
+}
+
+/** zod-openapi renders `NewPlant` flat; the interface spells it as `allOf` Plant plus `id`. */
+function newPlantAsAllOf(flat: Json, plant: Json): Json {
+  const properties = (flat["properties"] ?? {}) as Json;
+  const plantProperties = new Set(Object.keys((plant["properties"] ?? {}) as Json));
+  const own = Object.fromEntries(Object.entries(properties).filter(([k]) => !plantProperties.has(k)));
+  const required = ((flat["required"] ?? []) as string[]).filter((k) => !plantProperties.has(k));
+  return {
+    allOf: [{ $ref: "#/components/schemas/Plant" }, { type: "object", required, properties: own }],
+  };
+}
+
+/**
+ * The served OpenAPI 3.1.0 document. Paths and operations come from the tRPC router through
+ * trpc-to-openapi; component schemas come from the shared zod schemas through zod-openapi; and
+ * the parts trpc-to-openapi cannot express (a `$ref`'d request body, our `Error` responses,
+ * `NewPlant` as `allOf`) are set here. Built once at start-up.
+ */
+export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitBytes: number }): OpenAPIObject {
+  const generated = generateOpenApiDocument(router, {
+    title: "OpenAPI Plant Store",
+    version: "1.0.0",
+    license: { name: "MIT" },
+    openApiVersion: "3.1.0",
+    baseUrl: "/",
+    securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
+  }) as unknown as Json;
+
+  const components = createDocument({
+    openapi: "3.1.0",
+    info: { title: "components", version: "1.0.0" },
+    components: { schemas: { Plant, NewPlant, Error: ErrorBody } },
+  }).components as Json;
+  const schemas = { ...(components["schemas"] as Record<string, Json>) };
+  const plant = { ...(schemas["Plant"] as Json) };
+  // Plant is also the base of NewPlant's allOf, so it cannot forbid the extra `id` property.
+  delete plant["additionalProperties"];
+  const error = { ...(schemas["Error"] as Json) };
+  delete error["additionalProperties"];
+  const errorProperties = { ...(error["properties"] as Record<string, Json>) };
+  errorProperties["error"] = {
+    type: "integer",
+    format: "int32",
+    description: "Numeric error indicator",
+    minimum: -2147483648,
+    maximum: 2147483647,
+  };
+  error["properties"] = errorProperties;
+
+  const paths = (generated["paths"] ?? {}) as Record<string, Record<string, Json>>;
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const key = `${method.toUpperCase()} ${path}`;
+      const body = operation["requestBody"] as Json | undefined;
+      if (key === "POST /plants" && body !== undefined) {
+        operation["requestBody"] = {
+          required: true,
+          description: `A NewPlant as JSON (at most ${options.bodyLimitBytes} bytes). Unknown fields are ignored.`,
+          content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
+        };
+        const ok = (operation["responses"] as Json)["200"] as Json;
+        operation["responses"] = {
+          "200": {
+            description: ok["description"] ?? "Plant response",
+            content: { "application/json": { schema: { $ref: "#/components/schemas/Plant" } } },
+          },
+          ...errorResponses(OPERATION_ERRORS[key] ?? ["INTERNAL"]),
+        };
+      }
+      delete operation["security"];
+    }
+  }
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "OpenAPI Plant Store",
+      license: { name: "MIT" },
+      version: "1.0.0",
+      description:
+        "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
+        "(see `x-error-codes` on each response). Integers are exact across the whole int64 range.",
+    },
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      schemas: { ...schemas, Plant: plant, NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant), Error: error },
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
+    },
+  } as unknown as OpenAPIObject;
+}

@@ -1,0 +1,61 @@
+import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from "trpc-to-openapi";
+import type { AnyProcedure } from "@trpc/server";
+import type { AppRouter } from "../router/root.ts";
+
+export type ProcedureRoute = {
+  method: OpenApiMethod;
+  pattern: RegExp;
+  /** The tRPC path (`plants.create`), for errors and logs. */
+  procedurePath: string;
+  procedure: AnyProcedure;
+  type: "query" | "mutation";
+  protect: boolean;
+};
+
+export type RouteMatch = { route: ProcedureRoute; params: Record<string, string> };
+
+/**
+ * The REST route table, built once from the routers' trpc-to-openapi metadata with its own path
+ * templating (`getPathRegExp`). Differences from the stock adapter, on purpose: matching is
+ * case-sensitive and exact (RFC 3986 paths are case-sensitive; `/Plants/` is another resource),
+ * and a path known under other methods yields `allow` so the caller can answer 405.
+ */
+export class RouteTable {
+  readonly #routes: ProcedureRoute[] = [];
+  readonly #extra: Array<{ pattern: RegExp; methods: string[] }> = [];
+
+  constructor(router: AppRouter) {
+    forEachOpenApiProcedure(router._def.procedures, ({ path, type, procedure, meta }) => {
+      if (type === "subscription") return;
+      const template = normalizePath(meta.openapi.path);
+      this.#routes.push({
+        method: meta.openapi.method,
+        // trpc-to-openapi's pattern, minus its case-insensitive flag.
+        pattern: new RegExp(getPathRegExp(template).source),
+        procedurePath: path,
+        procedure: procedure as AnyProcedure,
+        type,
+        protect: meta.openapi.protect !== false,
+      });
+    });
+  }
+
+  /** Registers a plain (non-tRPC) path so that wrong methods on it answer 405 too. */
+  addPlainPath(path: string, methods: string[]): void {
+    this.#extra.push({ pattern: new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`), methods });
+  }
+
+  match(method: string, path: string): RouteMatch | { allow: string[] } | undefined {
+    const allow = new Set<string>();
+    for (const route of this.#routes) {
+      const found = route.pattern.exec(path);
+      if (found === null) continue;
+      if (route.method === method) return { route, params: { ...found.groups } };
+      allow.add(route.method);
+    }
+    for (const extra of this.#extra) {
+      if (extra.pattern.test(path)) for (const m of extra.methods) allow.add(m);
+    }
+    return allow.size > 0 ? { allow: [...allow].sort() } : undefined;
+  }
+}

@@ -1,0 +1,10 @@
+export { loadConfig, DEFAULT_DATABASE_URL, type Config } from "./config.ts";
+export { startServer, type RunningServer, type StartOptions } from "./server.ts";
+export { createApp, type AppOptions } from "./http/app.ts";
+export { buildOpenApiDocument } from "./http/openapi-document.ts";
+export { appRouter, type AppRouter } from "./router/root.ts";
+export { createCallerFactory, type Context } from "./trpc.ts";
+export { openStore } from "./storage/open-store.ts";
+export type { CreateOutcome, PlantStore } from "./storage/plant-store.ts";
+export type { Authenticator, Principal, Scope } from "./auth/principal.ts";
+export { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";

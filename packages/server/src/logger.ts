@@ -1,0 +1,14 @@
+import { pino, type Logger, type LevelWithSilent } from "pino";
+
+/**
+ * Structured JSON logs on stdout. Authorization headers and tokens are never passed to the
+ * logger; the redaction below is a second line of defence.
+ */
+export function createLogger(level: LevelWithSilent, destination?: NodeJS.WritableStream): Logger {
+  const options = {
+    level,
+    base: { service: "plantstore" },
+    redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
+}

@@ -1,0 +1,8 @@
+import { router } from "../trpc.ts";
+import { plantsRouter } from "./plants.ts";
+
+export const appRouter = router({
+  plants: router(plantsRouter),
+});
+
+export type AppRouter = typeof appRouter;

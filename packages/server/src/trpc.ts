@@ -1,0 +1,38 @@
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { OpenApiMeta } from "trpc-to-openapi";
+import type { Principal, Scope } from "./auth/principal.ts";
+import type { PlantStore } from "./storage/plant-store.ts";
+import { ApiError } from "./http/api-error.ts";
+import { toTRPCError } from "./http/trpc-errors.ts";
+
+/**
+ * Built from plain inputs (the principal and the store), not from Koa's ctx, so tests and other
+ * adapters can call procedures without HTTP.
+ */
+export type Context = {
+  principal: Principal | null;
+  store: PlantStore;
+};
+
+export type Meta = OpenApiMeta<{ scopes?: readonly Scope[] }>;
+
+const t = initTRPC.meta<Meta>().context<Context>().create();
+
+export const router = t.router;
+export const publicProcedure = t.procedure;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Narrows ctx to an authenticated principal and enforces the procedure's `meta.scopes`. */
+export const protectedProcedure = t.procedure.use(({ ctx, meta, next }) => {
+  const principal = ctx.principal;
+  if (principal === null) {
+    throw toTRPCError(new ApiError("MISSING_TOKEN", "a bearer token is required"));
+  }
+  const missing = (meta?.scopes ?? []).filter((scope) => !principal.scopes.includes(scope));
+  if (missing.length > 0) {
+    throw toTRPCError(new ApiError("INSUFFICIENT_SCOPE", `this operation needs the scope ${missing.join(" ")}`));
+  }
+  return next({ ctx: { ...ctx, principal } });
+});
+
+export { TRPCError };

@@ -1,0 +1,75 @@
+import { readFileSync } from "node:fs";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv";
+
+/**
+ * Validates responses against an OpenAPI 3.1 document with a JSON Schema 2020-12 validator.
+ * Used for both the seed interface and the served `/openapi.json`, on every response the
+ * HTTP tests receive.
+ */
+export type OpenApiDoc = {
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+export const seedDocument = JSON.parse(
+  readFileSync(new URL("../../../../shared/seed/openapi.json", import.meta.url), "utf8"),
+) as OpenApiDoc;
+
+export class ResponseContract {
+  readonly #doc: OpenApiDoc;
+  readonly #ajv: Ajv2020;
+  readonly #cache = new Map<string, ValidateFunction>();
+  readonly #name: string;
+  /** Statuses every operation may answer besides those the document lists (the seed shows only 200 and 400). */
+  readonly #errorFallback: boolean;
+
+  constructor(name: string, doc: OpenApiDoc, options: { errorFallback: boolean }) {
+    this.#name = name;
+    this.#doc = doc;
+    this.#errorFallback = options.errorFallback;
+    this.#ajv = new Ajv2020({ strict: false, allErrors: true });
+    this.#ajv.addFormat("int32", {
+      type: "number",
+      validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+    });
+    this.#ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) });
+    this.#ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
+  }
+
+  #validator(ref: string): ValidateFunction {
+    let fn = this.#cache.get(ref);
+    if (fn === undefined) {
+      fn = this.#ajv.compile({ $ref: `doc${ref}` });
+      this.#cache.set(ref, fn);
+    }
+    return fn;
+  }
+
+  /** Throws with a readable reason when the response does not satisfy the document. */
+  check(method: string, path: string, status: number, contentType: string | null, bodyText: string): void {
+    const operation = this.#doc.paths[path]?.[method.toLowerCase()];
+    const declared = operation?.responses[String(status)];
+    let ref: string | undefined;
+    if (declared !== undefined) {
+      const schema = declared.content?.["application/json"]?.schema as { $ref?: string } | undefined;
+      ref = schema?.$ref;
+      if (schema !== undefined && ref === undefined) throw new Error(`${this.#name}: inline schema not supported`);
+    } else if (status >= 400 && (this.#errorFallback || operation === undefined)) {
+      ref = "#/components/schemas/Error";
+    } else {
+      throw new Error(`${this.#name}: ${method} ${path} answered ${status}, which the document does not declare`);
+    }
+    if (ref === undefined) return;
+    if (!contentType?.startsWith("application/json")) {
+      throw new Error(`${this.#name}: ${method} ${path} ${status} has Content-Type ${contentType}, not application/json`);
+    }
+    const body: unknown = JSON.parse(bodyText);
+    const validate = this.#validator(ref);
+    if (!validate(body)) {
+      throw new Error(
+        `${this.#name}: ${method} ${path} ${status} body ${bodyText} fails ${ref}: ${this.#ajv.errorsText(validate.errors)}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request as httpRequest } from "node:http";
+import { loadConfig, startServer, type Config, type RunningServer } from "../src/index.ts";
+import { createLogger } from "../src/logger.ts";
+import { ResponseContract, seedDocument, type OpenApiDoc } from "./contract.ts";
+
+export const TOKEN = "test-token-0123456789";
+export const OTHER_TOKEN = "test-token-second";
+
+export type TestServer = RunningServer & {
+  dir: string;
+  databasePath: string;
+  /** Sends a request and checks the response against the seed and the served OpenAPI documents. */
+  send(options: SendOptions): Promise<TestResponse>;
+  /** POST /plants with a JSON body text and the test token. */
+  createRaw(bodyText: string, headers?: Record<string, string>): Promise<TestResponse>;
+  served: OpenApiDoc;
+};
+
+export type SendOptions = {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** The template the contract is looked up under, when `path` is not literal. */
+  contractPath?: string;
+};
+
+export type TestResponse = {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: unknown;
+};
+
+/** Raw HTTP (node:http, not fetch) so tests control every header and byte. */
+export function rawRequest(url: string, options: SendOptions): Promise<TestResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${url}${options.path}`,
+      { method: options.method, headers: options.headers ?? {} },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let json: unknown;
+          try {
+            json = text.length > 0 ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({}),
+    port: 0,
+    host: "127.0.0.1",
+    databaseUrl,
+    tokens: [TOKEN, OTHER_TOKEN],
+    logLevel: "silent",
+    ...overrides,
+  };
+}
+
+/** The real server on an ephemeral port with a fresh SQLite file; `await using` closes it. */
+export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), "plantstore-test-"));
+  const databasePath = join(dir, "plants.db");
+  const running = await startServer({
+    config: testConfig(`sqlite:${databasePath}`, overrides),
+    logger: createLogger("silent"),
+  });
+  const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
+  const served = JSON.parse(servedText.text) as OpenApiDoc;
+  const contracts = [
+    new ResponseContract("seed openapi.json", seedDocument, { errorFallback: true }),
+    new ResponseContract("served /openapi.json", served, { errorFallback: false }),
+  ];
+
+  const send = async (options: SendOptions) => {
+    const response = await rawRequest(running.url, options);
+    const path = options.contractPath ?? options.path.split("?")[0] ?? options.path;
+    const contentType = (response.headers["content-type"] as string | undefined) ?? null;
+    if (options.method !== "HEAD") {
+      for (const contract of contracts) {
+        if (path === "/openapi.json" || path === "/healthz") continue;
+        contract.check(options.method, path, response.status, contentType, response.text);
+      }
+    }
+    return response;
+  };
+
+  const close = async () => {
+    await running.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return {
+    ...running,
+    dir,
+    databasePath,
+    served,
+    send,
+    createRaw: (bodyText, headers = {}) =>
+      send({
+        method: "POST",
+        path: "/plants",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
+        body: bodyText,
+      }),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Every non-2xx answer must be exactly `{error:int32, message:string}` as application/json. */
+export function expectErrorShape(response: TestResponse, status: number, code: number): void {
+  if (response.status !== status) {
+    throw new Error(`expected ${status}, got ${response.status}: ${response.text}`);
+  }
+  const contentType = String(response.headers["content-type"] ?? "");
+  if (!contentType.startsWith("application/json")) throw new Error(`Content-Type was ${contentType}`);
+  const body = response.json as Record<string, unknown>;
+  const keys = Object.keys(body ?? {}).sort();
+  if (keys.join(",") !== "error,message") throw new Error(`Error body keys were ${keys.join(",")}: ${response.text}`);
+  if (body["error"] !== code) throw new Error(`expected error ${code}, got ${String(body["error"])}: ${response.text}`);
+  if (typeof body["message"] !== "string" || body["message"].length === 0) throw new Error("empty message");
+  if (/\bat .+:\d+:\d+/.test(String(body["message"]))) throw new Error(`message leaks a stack: ${response.text}`);
+}

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorCodes } from "@plantstore/schema";
+import { ResponseContract, seedDocument } from "./contract.ts";
+import { startTestServer, type TestServer } from "./harness.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+/**
+ * Every detail the seed shows must be in the served document unchanged: objects may gain keys,
+ * `required` lists compare as sets, everything else compares exactly. Returns the differences.
+ */
+function missingDetails(seed: unknown, served: unknown, path = "$"): string[] {
+  if (Array.isArray(seed)) {
+    if (!Array.isArray(served)) return [`${path}: expected an array`];
+    if (path.endsWith(".required")) {
+      return seed.filter((k) => !served.includes(k)).map((k) => `${path}: missing required ${String(k)}`);
+    }
+    if (seed.length !== served.length) return [`${path}: expected ${seed.length} items, got ${served.length}`];
+    return seed.flatMap((item, i) => missingDetails(item, served[i], `${path}[${i}]`));
+  }
+  if (typeof seed === "object" && seed !== null) {
+    if (typeof served !== "object" || served === null) return [`${path}: expected an object`];
+    return Object.entries(seed).flatMap(([key, value]) =>
+      key in served ? missingDetails(value, (served as Record<string, unknown>)[key], `${path}.${key}`) : [`${path}.${key}: missing`],
+    );
+  }
+  return seed === served ? [] : [`${path}: expected ${JSON.stringify(seed)}, got ${JSON.stringify(served)}`];
+}
+
+describe("GET /openapi.json", () => {
+  it("keeps every detail the seed interface shows", () => {
+    expect(missingDetails(seedDocument, server.served)).toEqual([]);
+  });
+
+  it("finds a difference when one is there (the comparison can fail)", () => {
+    const broken = structuredClone(server.served) as { components: { schemas: { Plant: { required: string[] } } } };
+    broken.components.schemas.Plant.required = [];
+    expect(missingDetails(seedDocument, broken)).toContain("$.components.schemas.Plant.required: missing required name");
+  });
+
+  it("describes the interface: title, licence, version, global bearer auth", () => {
+    const doc = server.served as unknown as Record<string, unknown>;
+    expect(doc["openapi"]).toBe("3.1.0");
+    expect(doc["info"]).toMatchObject({ title: "OpenAPI Plant Store", license: { name: "MIT" }, version: "1.0.0" });
+    expect(doc["security"]).toEqual([{ bearerAuth: [] }]);
+  });
+
+  it("declares every error status POST /plants can answer, each with the Error schema", () => {
+    const responses = server.served.paths["/plants"]?.["post"]?.responses ?? {};
+    for (const status of ["400", "401", "403", "409", "413", "415", "500", "503"]) {
+      expect(responses[status]?.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/Error" });
+    }
+    expect(responses["400"]).toMatchObject({ description: "Unexpected error" });
+  });
+
+  it("lists the catalogue codes each status carries", () => {
+    const responses = server.served.paths["/plants"]?.["post"]?.responses as Record<string, { "x-error-codes": Array<{ error: number }> }>;
+    expect(responses["409"]?.["x-error-codes"].map((c) => c.error)).toEqual([ErrorCodes.ID_CONFLICT.error]);
+    expect(responses["400"]?.["x-error-codes"].map((c) => c.error)).toContain(ErrorCodes.VALIDATION_FAILED.error);
+  });
+
+  it("names the components Plant, NewPlant and Error with int64/int32 formats", () => {
+    const schemas = server.served.components.schemas as Record<string, Record<string, unknown>>;
+    expect(Object.keys(schemas).sort()).toEqual(["Error", "NewPlant", "Plant"]);
+    expect(JSON.stringify(schemas["NewPlant"])).toContain('"format":"int64"');
+    expect(JSON.stringify(schemas["Error"])).toContain('"format":"int32"');
+  });
+});
+
+describe("the response contract checker", () => {
+  it("refuses a 200 whose body is not a Plant", () => {
+    const contract = new ResponseContract("seed", seedDocument, { errorFallback: true });
+    expect(() => contract.check("POST", "/plants", 200, "application/json", '{"tag":"x"}')).toThrow(/fails/);
+    expect(() => contract.check("POST", "/plants", 400, "application/json", '{"error":"x","message":"m"}')).toThrow(/fails/);
+    expect(() => contract.check("POST", "/plants", 400, "text/plain", "oops")).toThrow(/Content-Type/);
+  });
+
+  it("refuses a status the served document does not declare", () => {
+    const contract = new ResponseContract("served", server.served, { errorFallback: false });
+    expect(() => contract.check("POST", "/plants", 418, "application/json", '{"error":1,"message":"m"}')).toThrow(/does not declare/);
+  });
+});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The README's two quick-start commands, on any machine with bash and the npm registry:
+#   bash scripts/run.sh dev    install everything, then run the store on SQLite (pnpm turbo dev)
+#   bash scripts/run.sh test   install everything, then build and run the whole test suite
+# Node 24 and pnpm are fetched from the npm registry when missing (scripts/toolchain.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/toolchain.sh
+source scripts/toolchain.sh
+
+install() {
+  if [ "${CI:-}" = "true" ]; then
+    pnpm install --frozen-lockfile
+  else
+    pnpm install --prefer-offline
+  fi
+}
+
+case "${1:-}" in
+  dev)
+    install
+    exec pnpm turbo run dev
+    ;;
+  test)
+    install
+    pnpm turbo run build lint typecheck
+    exec pnpm turbo run test --concurrency=1
+    ;;
+  *)
+    echo "usage: bash scripts/run.sh dev|test" >&2
+    exit 2
+    ;;
+esac

@@ -28,6 +28,7 @@ export const ErrorCodes = {
   },
   BODY_TOO_LARGE: { error: 41300, status: 413, meaning: "The body is larger than the configured limit." },
   UNSUPPORTED_MEDIA_TYPE: { error: 41500, status: 415, meaning: "The body is not sent as application/json." },
+  HEADERS_TOO_LARGE: { error: 43100, status: 431, meaning: "The request headers are larger than the server accepts." },
   RATE_LIMITED: { error: 42900, status: 429, meaning: "Too many requests; retry after the time in Retry-After." },
   INTERNAL: { error: 50000, status: 500, meaning: "An unexpected failure; details are logged, never sent." },
   UNAVAILABLE: { error: 50300, status: 503, meaning: "The store cannot reach its database right now; retry shortly." },

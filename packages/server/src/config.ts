@@ -10,6 +10,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   PLANTSTORE_TOKENS: z.string().optional(),
   PLANTSTORE_BODY_LIMIT: z.coerce.number().int().min(64).max(16 * 1024 * 1024).default(16 * 1024),
+  PLANTSTORE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  PLANTSTORE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -21,6 +23,9 @@ export type Config = {
   /** Static bearer tokens for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
   tokens: string[];
   bodyLimitBytes: number;
+  /** Time allowed for a request's headers, and for the whole request (headers and body). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
 };
 
@@ -42,6 +47,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((t) => t.trim())
       .filter((t) => t.length > 0),
     bodyLimitBytes: e.PLANTSTORE_BODY_LIMIT,
+    headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),
     logLevel: e.PLANTSTORE_LOG_LEVEL,
   };
 }

@@ -6,6 +6,7 @@ import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
+import { answerClientError } from "./http/client-error.ts";
 import { createLogger } from "./logger.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore } from "./storage/open-store.ts";
@@ -28,9 +29,6 @@ export type StartOptions = {
   authenticator?: Authenticator;
 };
 
-/** Timeouts that bound slow clients (documented in the README). */
-const HEADERS_TIMEOUT_MS = 10_000;
-const REQUEST_TIMEOUT_MS = 30_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 
 /** Opens the store, builds the app and listens; `port: 0` picks an ephemeral port. */
@@ -42,9 +40,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes });
 
   const server = createHttpServer(
-    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS },
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // Node checks the two timeouts above on this interval (30 s by default, too coarse for them).
+      connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
+    },
     app.callback(),
   );
+  server.on("clientError", answerClientError);
   server.listen(config.port, config.host);
   try {
     await once(server, "listening");

@@ -39,7 +39,7 @@ describe("GET /openapi.json", () => {
   });
 
   it("finds a difference when one is there (the comparison can fail)", () => {
-    const broken = structuredClone(server.served) as { components: { schemas: { Plant: { required: string[] } } } };
+    const broken = structuredClone(server.served) as unknown as { components: { schemas: { Plant: { required: string[] } } } };
     broken.components.schemas.Plant.required = [];
     expect(missingDetails(seedDocument, broken)).toContain("$.components.schemas.Plant.required: missing required name");
   });

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { INT64_MAX, INT64_MIN, toInt64 } from "./int64.ts";
+import { NewPlant, Plant } from "./plant.ts";
+
+describe("NewPlant", () => {
+  it("accepts the int64 bounds as bigint ids", () => {
+    expect(NewPlant.parse({ id: INT64_MAX, name: "a" })).toEqual({ id: INT64_MAX, name: "a" });
+    expect(NewPlant.parse({ id: INT64_MIN, name: "a" })).toEqual({ id: INT64_MIN, name: "a" });
+  });
+
+  it("never coerces: numbers, strings and null are not ids", () => {
+    for (const id of [7, "7", null, true, 7.5]) expect(NewPlant.safeParse({ id, name: "a" }).success).toBe(false);
+  });
+
+  it("is not coerced by anything else in the process either", () => {
+    // trpc-to-openapi's stock adapter flips `coerce` on shared schemas; ours must stay strict.
+    expect(NewPlant.safeParse({ id: "7", name: "a" }).success).toBe(false);
+  });
+
+  it("strips unknown fields", () => {
+    expect(NewPlant.parse({ id: 1n, name: "a", extra: true })).toEqual({ id: 1n, name: "a" });
+  });
+});
+
+describe("Plant", () => {
+  it("has no id", () => {
+    expect(Plant.parse({ id: 1n, name: "a", tag: "b" })).toEqual({ name: "a", tag: "b" });
+  });
+});
+
+describe("toInt64", () => {
+  it("accepts safe integers and bigints, refuses unsafe numbers", () => {
+    expect(toInt64(7)).toBe(7n);
+    expect(toInt64(2n ** 60n)).toBe(2n ** 60n);
+    expect(() => toInt64(2 ** 53)).toThrow(RangeError);
+    expect(() => toInt64(1.5)).toThrow(RangeError);
+  });
+});

@@ -35,7 +35,7 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl);
+  const store = openStore(config.databaseUrl, { durability: config.durability });
   const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes });
 

@@ -1,13 +1,18 @@
 import { resolve } from "node:path";
 import type { PlantStore } from "./plant-store.ts";
-import { SqliteStore } from "./sqlite/sqlite-store.ts";
+import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
+
+export type OpenStoreOptions = {
+  durability?: Durability;
+  onCommit?: (batchSize: number, commitMs: number) => void;
+};
 
 /** Picks the backend from `DATABASE_URL`: `sqlite:<path>` or `sqlite::memory:`. */
-export function openStore(databaseUrl: string): PlantStore {
+export function openStore(databaseUrl: string, options: OpenStoreOptions = {}): PlantStore {
   if (databaseUrl.startsWith("sqlite:")) {
     const path = databaseUrl.slice("sqlite:".length);
     if (path.length === 0) throw new Error("DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/plantstore.db");
-    return SqliteStore.open({ path: path === ":memory:" ? path : resolve(path) });
+    return SqliteStore.open({ path: path === ":memory:" ? path : resolve(path), ...options });
   }
   throw new Error(`DATABASE_URL: unsupported scheme in ${JSON.stringify(databaseUrl.split(":")[0])}; use sqlite:<path>`);
 }

@@ -4,14 +4,16 @@ import { loadConfig, type Config } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
 import { openStore } from "./storage/open-store.ts";
+import { isWorkerProcess, superviseWorkers } from "./workers.ts";
 
-function configFrom(options: { port?: string; host?: string; databaseUrl?: string }): Config {
+function configFrom(options: { port?: string; host?: string; databaseUrl?: string; workers?: string }): Config {
   const config = loadConfig();
   return {
     ...config,
     ...(options.port !== undefined ? { port: Number(options.port) } : {}),
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.workers !== undefined ? { workers: Number(options.workers) } : {}),
   };
 }
 
@@ -25,11 +27,19 @@ program
   .command("serve")
   .description("Start the HTTP service (migrates the database first).")
   .option("--port <port>", "port to listen on (env PORT, default 3000)")
+  .option("--workers <n>", "HTTP worker processes (env PLANTSTORE_WORKERS, default 1)")
   .option("--host <host>", "address to bind (env HOST, default 127.0.0.1)")
   .option("--database-url <url>", "sqlite:<path> or sqlite::memory: (env DATABASE_URL)")
-  .action(async (options: { port?: string; host?: string; databaseUrl?: string }) => {
+  .action(async (options: { port?: string; host?: string; databaseUrl?: string; workers?: string }) => {
     const config = configFrom(options);
     const logger = createLogger(config.logLevel);
+    if (config.workers > 1 && !isWorkerProcess()) {
+      if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
+      // Migrate once, before any worker opens the database.
+      await openStore(config.databaseUrl).close();
+      superviseWorkers(config.workers, logger);
+      return;
+    }
     if (config.tokens.length === 0) {
       logger.warn("PLANTSTORE_TOKENS is empty: every protected request will be refused with 401");
     }

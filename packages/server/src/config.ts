@@ -12,6 +12,7 @@ const EnvSchema = z.object({
   PLANTSTORE_BODY_LIMIT: z.coerce.number().int().min(64).max(16 * 1024 * 1024).default(16 * 1024),
   PLANTSTORE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   PLANTSTORE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -24,6 +25,8 @@ export type Config = {
   /** Static bearer tokens for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
   tokens: string[];
   bodyLimitBytes: number;
+  /** HTTP worker processes sharing the port (node:cluster); each commits its own groups to the one database. */
+  workers: number;
   /** `full`: a 200 survives power loss; `normal`: survives a process crash only (see the README). */
   durability: "full" | "normal";
   /** Time allowed for a request's headers, and for the whole request (headers and body). */
@@ -51,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter((t) => t.length > 0),
     bodyLimitBytes: e.PLANTSTORE_BODY_LIMIT,
     durability: e.PLANTSTORE_DURABILITY,
+    workers: e.PLANTSTORE_WORKERS,
     headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),
     logLevel: e.PLANTSTORE_LOG_LEVEL,

@@ -1,0 +1,9 @@
+export {
+  createPlantStoreClient,
+  type PlantStoreClient,
+  type PlantStoreClientOptions,
+  type RequestOptions,
+} from "./create-client.ts";
+export { PlantStoreError, PlantStoreInputError, PlantStoreProtocolError, type InputIssue } from "./errors.ts";
+export type { NewPlantInput } from "./new-plant-input.ts";
+export type { ErrorCodeName, NewPlant, Plant } from "@plantstore/schema";

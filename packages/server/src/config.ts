@@ -14,6 +14,7 @@ const EnvSchema = z.object({
   PLANTSTORE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
+  PLANTSTORE_CORS_ORIGINS: z.string().optional(),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -25,6 +26,8 @@ export type Config = {
   /** Static bearer tokens for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
   tokens: string[];
   bodyLimitBytes: number;
+  /** Browser origins allowed to call the API cross-origin (`*` for any); empty means same-origin only. */
+  corsOrigins: string[];
   /** HTTP worker processes sharing the port (node:cluster); each commits its own groups to the one database. */
   workers: number;
   /** `full`: a 200 survives power loss; `normal`: survives a process crash only (see the README). */
@@ -53,6 +56,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((t) => t.trim())
       .filter((t) => t.length > 0),
     bodyLimitBytes: e.PLANTSTORE_BODY_LIMIT,
+    corsOrigins: (e.PLANTSTORE_CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter((o) => o.length > 0),
     durability: e.PLANTSTORE_DURABILITY,
     workers: e.PLANTSTORE_WORKERS,
     headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,

@@ -37,7 +37,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { durability: config.durability });
   const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
-  const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes });
+  const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
+    corsOrigins: config.corsOrigins,
+  });
 
   const server = createHttpServer(
     {

@@ -1,3 +1,4 @@
+import cors from "@koa/cors";
 import Koa from "koa";
 import type { Logger } from "pino";
 import type { Authenticator, Principal } from "../auth/principal.ts";
@@ -17,6 +18,7 @@ export type AppOptions = {
   authenticator: Authenticator;
   logger: Logger;
   bodyLimitBytes: number;
+  corsOrigins?: readonly string[];
 };
 
 const REALM = 'Bearer realm="plantstore"';
@@ -58,6 +60,23 @@ export function createApp(options: AppOptions): Koa {
 
   const app = new Koa();
   app.proxy = false;
+
+  const corsOrigins = options.corsOrigins ?? [];
+  if (corsOrigins.length > 0) {
+    // Outermost, so error answers carry the CORS headers too and a browser can read them.
+    app.use(
+      cors({
+        origin: (ctx) => {
+          const origin = ctx.get("origin");
+          return corsOrigins.includes("*") || corsOrigins.includes(origin) ? origin : "";
+        },
+        allowMethods: ["GET", "HEAD", "POST", "DELETE"],
+        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id"],
+        exposeHeaders: ["WWW-Authenticate", "Retry-After", "Allow", "Link"],
+        maxAge: 600,
+      }),
+    );
+  }
 
   app.use(async (ctx, next) => {
     try {

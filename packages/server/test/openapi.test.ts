@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCodes } from "@plantstore/schema";
-import { ResponseContract, seedDocument } from "./contract.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { ResponseContract, seedDocument, sharedSeedUrl, vendoredSeedUrl } from "./contract.ts";
 import { startTestServer, type TestServer } from "./harness.ts";
 
 let server: TestServer;
@@ -32,6 +33,14 @@ function missingDetails(seed: unknown, served: unknown, path = "$"): string[] {
   }
   return seed === served ? [] : [`${path}: expected ${JSON.stringify(seed)}, got ${JSON.stringify(served)}`];
 }
+
+describe("the seed interface", () => {
+  it("is vendored in spec/ unchanged from ../shared/seed", () => {
+    const vendored = readFileSync(vendoredSeedUrl, "utf8");
+    if (existsSync(sharedSeedUrl)) expect(JSON.parse(vendored)).toEqual(JSON.parse(readFileSync(sharedSeedUrl, "utf8")));
+    expect(JSON.parse(vendored)).toEqual(seedDocument);
+  });
+});
 
 describe("GET /openapi.json", () => {
   it("keeps every detail the seed interface shows", () => {

@@ -1,0 +1,33 @@
+import Koa from "koa";
+import type { AddressInfo } from "node:net";
+
+/**
+ * The floor we compare against: Koa with nothing but reading and parsing the same body. No auth,
+ * validation or storage, so the gap to our server is what those cost. Run as its own process so
+ * it gets a CPU and an event loop of its own, exactly like our server.
+ */
+const ANSWER = '{"name":"Fern","tag":"fern"}';
+
+const app = new Koa();
+app.use(async (ctx) => {
+  if (ctx.method !== "POST" || ctx.path !== "/plants") {
+    ctx.status = 404;
+    return;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+  JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  ctx.status = 200;
+  ctx.type = "application/json";
+  ctx.body = ANSWER;
+});
+
+const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {
+  const { port } = server.address() as AddressInfo;
+  // The same shape of line our server logs, so the harness starts both the same way.
+  process.stdout.write(`${JSON.stringify({ msg: "baseline listening", url: `http://127.0.0.1:${port}` })}\n`);
+});
+process.once("SIGTERM", () => {
+  server.close(() => process.exit(0));
+  server.closeIdleConnections();
+});

@@ -109,3 +109,20 @@ describe("SqliteStore group commit", () => {
     expect(committedRow(99n)).toBeDefined();
   });
 });
+
+describe("SqliteStore on sqlite::memory:", () => {
+  it("groups, conflicts and replays like the file store", async () => {
+    const memory = SqliteStore.open({ path: ":memory:" });
+    try {
+      const outcomes = await Promise.all([
+        memory.create({ id: 1n, name: "a" }),
+        memory.create({ id: 1n, name: "a" }),
+        memory.create({ id: 1n, name: "b" }),
+      ]);
+      expect(outcomes).toEqual(["created", "replayed", "conflict"]);
+      expect(await memory.get(1n)).toEqual({ id: 1n, name: "a" });
+    } finally {
+      await memory.close();
+    }
+  });
+});

@@ -1,9 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { Worker } from "node:worker_threads";
 import type { NewPlant } from "@plantstore/schema";
 import type { CreateOutcome, PlantStore } from "../plant-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
+import { createBatchCommitter } from "./batch-committer.ts";
+import type { BatchRequest, BatchResult, CloseRequest, WriterInit } from "./writer-protocol.ts";
 
 /**
  * `full`: every answered write is on disk (fsync at each commit) and survives power loss.
@@ -13,7 +16,7 @@ import { sqliteMigrations } from "./migrations.ts";
 export type Durability = "full" | "normal";
 
 export type SqliteStoreOptions = {
-  /** A file path, or `:memory:`. */
+  /** A file path, or `:memory:` (then commits run on the calling thread). */
   path: string;
   durability?: Durability;
   /** Most inserts one transaction takes; the rest wait for the next one. */
@@ -30,109 +33,136 @@ type Pending = {
   reject: (error: unknown) => void;
 };
 
+// Under vitest and `dev` this module runs from its .ts source, built it is .js: start the writer alike.
+const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js", import.meta.url);
+
 /**
  * The embedded default. Driver: Node's built-in `node:sqlite` (measured against better-sqlite3
  * 13, see the README): as fast or faster here, and no native addon to install.
  *
- * Group commit: inserts that arrive in the same turn of the event loop share one transaction and
- * so one fsync; each caller's promise settles only after that transaction has committed. The
- * sync per commit dominates an insert (about 160 µs against 3 µs batched), so this is where
- * durable throughput comes from.
+ * Group commit: creations queue here while the previous batch commits on the writer thread, then
+ * go as one transaction with one fsync; each caller's promise settles only after its batch has
+ * committed. The batch grows with the load by itself: the longer a commit takes, the more the next
+ * one carries. Reads use their own connection on this thread (WAL lets them run beside the writer).
  */
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
-  readonly #insert: StatementSync;
   readonly #select: StatementSync;
   readonly #maxBatchSize: number;
   readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
+  readonly #init: WriterInit;
+  readonly #inline: ((request: BatchRequest) => BatchResult) | undefined;
+  #writer: Worker | undefined;
   #queue: Pending[] = [];
-  #flushScheduled = false;
-  #idle: Array<() => void> = [];
+  #inFlight: { batchId: number; items: Pending[] } | undefined;
+  #scheduled = false;
+  #nextBatchId = 1;
+  #closed = false;
+  #drained: Array<() => void> = [];
 
-  private constructor(db: DatabaseSync, options: SqliteStoreOptions) {
+  private constructor(db: DatabaseSync, options: SqliteStoreOptions, inMemory: boolean) {
     this.#db = db;
-    this.#insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
+    // An in-memory database exists only on this connection: it commits here (there is no fsync to hide).
+    this.#inline = inMemory ? createBatchCommitter(db) : undefined;
     this.#select = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
-    this.#maxBatchSize = options.maxBatchSize ?? 512;
+    this.#maxBatchSize = options.maxBatchSize ?? 1024;
     this.#onCommit = options.onCommit;
+    this.#init = { path: options.path, synchronous: options.durability === "normal" ? "NORMAL" : "FULL" };
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    const inMemory = options.path === ":memory:";
+    if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
     const db = new DatabaseSync(options.path, { readBigInts: true });
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${options.durability === "normal" ? "NORMAL" : "FULL"}`);
     db.exec("PRAGMA busy_timeout = 5000");
     migrate(db);
-    return new SqliteStore(db, options);
+    return new SqliteStore(db, options, inMemory);
   }
 
   create(plant: NewPlant): Promise<CreateOutcome> {
+    if (this.#closed) return Promise.reject(new Error("the store is closed"));
     return new Promise((resolve, reject) => {
       this.#queue.push({ plant, resolve, reject });
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
-        // setImmediate runs after the current I/O phase, so requests parsed together commit together.
-        setImmediate(() => this.#flush());
-      }
+      this.#schedule();
     });
   }
 
-  #flush(): void {
-    const batch = this.#queue.splice(0, this.#maxBatchSize);
-    if (this.#queue.length > 0) {
-      setImmediate(() => this.#flush());
-    } else {
-      this.#flushScheduled = false;
-    }
-    if (batch.length > 0) this.#commitBatch(batch);
-    if (!this.#flushScheduled) for (const done of this.#idle.splice(0)) done();
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight !== undefined || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // After the current I/O phase, so requests parsed together travel together.
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#send();
+    });
   }
 
-  #commitBatch(batch: Pending[]): void {
-    const started = performance.now();
-    const outcomes: Array<CreateOutcome | { error: unknown }> = [];
-    try {
-      this.#db.exec("BEGIN IMMEDIATE");
-    } catch (error) {
-      for (const item of batch) item.reject(error);
+  #send(): void {
+    if (this.#inFlight !== undefined || this.#queue.length === 0) return this.#checkDrained();
+    const items = this.#queue.splice(0, this.#maxBatchSize);
+    const batchId = this.#nextBatchId++;
+    this.#inFlight = { batchId, items };
+    const request: BatchRequest = {
+      kind: "batch",
+      batchId,
+      plants: items.map(({ plant }) => ({ id: plant.id, name: plant.name, tag: plant.tag ?? null })),
+    };
+    const inline = this.#inline;
+    if (inline !== undefined) {
+      setImmediate(() => this.#settle(inline(request)));
       return;
     }
-    for (const item of batch) {
-      try {
-        outcomes.push(this.#insertOne(item.plant));
-      } catch (error) {
-        // A failed statement is undone on its own and the batch goes on, unless the failure
-        // ended the whole transaction: then stop, or later rows would autocommit one by one.
-        outcomes.push({ error });
-        if (!this.#db.isTransaction) break;
-      }
-    }
-    try {
-      if (!this.#db.isTransaction) throw new Error("the transaction was rolled back during the batch");
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+    this.#writerThread().postMessage(request);
+  }
+
+  #writerThread(): Worker {
+    if (this.#writer !== undefined) return this.#writer;
+    const writer = new Worker(WRITER_URL, { workerData: this.#init });
+    writer.on("message", (result: BatchResult) => this.#settle(result));
+    writer.on("error", (error) => this.#writerDied(error));
+    writer.on("exit", (code) => {
+      if (this.#writer === writer) this.#writerDied(new Error(`the SQLite writer thread exited with code ${code}`));
+    });
+    // Do not keep the process alive just for an idle writer.
+    writer.unref();
+    this.#writer = writer;
+    return writer;
+  }
+
+  #writerDied(error: unknown): void {
+    this.#writer = undefined;
+    const batch = this.#inFlight;
+    this.#inFlight = undefined;
+    // Whether that batch committed is unknown: its callers get an error (a retry is safe: replays answer 200).
+    for (const item of batch?.items ?? []) item.reject(error);
+    this.#schedule();
+    this.#checkDrained();
+  }
+
+  #settle(result: BatchResult): void {
+    const batch = this.#inFlight;
+    if (batch === undefined || batch.batchId !== result.batchId) return;
+    this.#inFlight = undefined;
+    if (result.kind === "failed") {
       // Nothing in this batch is stored: every caller gets the failure, none a 200.
-      for (const item of batch) item.reject(error);
-      return;
+      const error = new Error(result.error);
+      for (const item of batch.items) item.reject(error);
+    } else {
+      this.#onCommit?.(batch.items.length, result.commitMs);
+      batch.items.forEach((item, i) => {
+        const r = result.results[i];
+        if (r !== undefined && "outcome" in r) item.resolve(r.outcome);
+        else item.reject(new Error(r?.error ?? "the batch stopped before this plant"));
+      });
     }
-    this.#onCommit?.(batch.length, performance.now() - started);
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (typeof outcome === "string") item.resolve(outcome);
-      else item.reject(outcome.error);
-    });
+    // Whatever queued during that commit goes next, at once.
+    this.#send();
   }
 
-  #insertOne(plant: NewPlant): CreateOutcome {
-    const tag = plant.tag ?? null;
-    // The primary key decides: a second row is refused, and only then do we compare contents.
-    const { changes } = this.#insert.run(plant.id, plant.name, tag);
-    if (Number(changes) === 1) return "created";
-    const existing = this.#select.get(plant.id) as PlantRow | undefined;
-    if (existing !== undefined && existing.name === plant.name && existing.tag === tag) return "replayed";
-    return "conflict";
+  #checkDrained(): void {
+    if (this.#inFlight === undefined && this.#queue.length === 0) for (const done of this.#drained.splice(0)) done();
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
@@ -145,9 +175,20 @@ export class SqliteStore implements PlantStore {
     this.#db.prepare("SELECT 1").get();
   }
 
-  /** Commits what is queued, then closes. */
+  /** Commits what is queued, stops the writer, then closes. */
   async close(): Promise<void> {
-    if (this.#flushScheduled) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#inFlight !== undefined || this.#queue.length > 0) {
+      await new Promise<void>((resolve) => this.#drained.push(resolve));
+    }
+    const writer = this.#writer;
+    this.#writer = undefined;
+    if (writer !== undefined) {
+      const exited = new Promise<void>((resolve) => writer.once("exit", () => resolve()));
+      writer.postMessage({ kind: "close" } satisfies CloseRequest);
+      await exited;
+    }
     if (this.#db.isOpen) this.#db.close();
   }
 }

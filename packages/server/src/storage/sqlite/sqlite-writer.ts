@@ -1,0 +1,25 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { DatabaseSync } from "node:sqlite";
+import { createBatchCommitter } from "./batch-committer.ts";
+import type { BatchRequest, CloseRequest, WriterInit } from "./writer-protocol.ts";
+
+/**
+ * The single SQLite writer, on its own thread: `node:sqlite` is synchronous, so a commit's fsync
+ * would otherwise stall the event loop for every request in flight. Here it stalls only this
+ * thread, while the main thread goes on reading and validating the next batch.
+ */
+const init = workerData as WriterInit;
+const db = new DatabaseSync(init.path, { readBigInts: true });
+db.exec("PRAGMA journal_mode = WAL");
+db.exec(`PRAGMA synchronous = ${init.synchronous}`);
+db.exec("PRAGMA busy_timeout = 5000");
+const commit = createBatchCommitter(db);
+
+parentPort!.on("message", (message: BatchRequest | CloseRequest) => {
+  if (message.kind === "close") {
+    db.close();
+    parentPort!.close();
+    return;
+  }
+  parentPort!.postMessage(commit(message));
+});

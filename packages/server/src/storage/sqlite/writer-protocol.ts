@@ -1,0 +1,18 @@
+import type { CreateOutcome } from "../plant-store.ts";
+
+/** Messages between SqliteStore (main thread) and its writer thread. Plain data: structured-cloned. */
+export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL" };
+
+export type BatchRequest = {
+  kind: "batch";
+  batchId: number;
+  plants: Array<{ id: bigint; name: string; tag: string | null }>;
+};
+
+export type CloseRequest = { kind: "close" };
+
+export type ItemResult = { outcome: CreateOutcome } | { error: string };
+
+export type BatchResult =
+  | { kind: "committed"; batchId: number; results: ItemResult[]; commitMs: number }
+  | { kind: "failed"; batchId: number; error: string };

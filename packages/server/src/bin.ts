@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
 import { Command, CommanderError } from "commander";
 import { loadConfig, type Config } from "./config.ts";
 import { createLogger } from "./logger.ts";

@@ -15,6 +15,8 @@ const EnvSchema = z.object({
   PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
   PLANTSTORE_CORS_ORIGINS: z.string().optional(),
+  PLANTSTORE_METRICS: z.enum(["token", "public", "off"]).default("token"),
+  PLANTSTORE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -35,6 +37,10 @@ export type Config = {
   /** Time allowed for a request's headers, and for the whole request (headers and body). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Who may read /metrics on the API port: `token` (any valid API token), `public`, or `off`. */
+  metrics: "token" | "public" | "off";
+  /** When set, /metrics is served only on this separate port, without a token (bind it privately). */
+  metricsPort: number | undefined;
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
 };
 
@@ -64,6 +70,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: e.PLANTSTORE_WORKERS,
     headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),
+    metrics: e.PLANTSTORE_METRICS,
+    metricsPort: e.PLANTSTORE_METRICS_PORT,
     logLevel: e.PLANTSTORE_LOG_LEVEL,
   };
 }

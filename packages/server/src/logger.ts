@@ -10,5 +10,7 @@ export function createLogger(level: LevelWithSilent, destination?: NodeJS.Writab
     base: { service: "plantstore" },
     redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
   };
-  return destination === undefined ? pino(options) : pino(options, destination);
+  // Asynchronous writes: a log line must not cost a blocking write(2) on the request path.
+  // pino flushes what is pending when the process exits.
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }

@@ -8,6 +8,7 @@ import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
 import { answerClientError } from "./http/client-error.ts";
 import { createLogger } from "./logger.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore } from "./storage/open-store.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
@@ -15,6 +16,8 @@ import type { PlantStore } from "./storage/plant-store.ts";
 export type RunningServer = {
   /** e.g. `http://127.0.0.1:43121` */
   url: string;
+  /** Where /metrics is served when PLANTSTORE_METRICS_PORT is set. */
+  metricsUrl: string | undefined;
   port: number;
   server: Server;
   store: PlantStore;
@@ -35,10 +38,19 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl, { durability: config.durability });
+  const metrics = createMetrics();
+  const store = openStore(config.databaseUrl, {
+    durability: config.durability,
+    onCommit: (size, ms) => {
+      metrics.batchSize.observe(size);
+      metrics.commitDuration.observe(ms / 1000);
+    },
+  });
   const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
     corsOrigins: config.corsOrigins,
+    metrics,
+    metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
   });
 
   const server = createHttpServer(
@@ -59,6 +71,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await store.close();
     throw error;
   }
+  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(config, metrics);
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${port}`;
@@ -70,8 +83,36 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      metricsServer?.closeAllConnections();
+      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
       await store.close();
     })());
 
-  return { url, port, server, store, close, [Symbol.asyncDispose]: close };
+  const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
+  const metricsUrl = metricsAddress === undefined ? undefined : `http://${url.split("//")[1]!.split(":")[0]}:${metricsAddress.port}`;
+  return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: close };
+}
+
+/** /metrics on its own port, for scrapers on a private network; everything else there is 404. */
+async function startMetricsServer(config: Config, metrics: Metrics): Promise<Server> {
+  const server = createHttpServer((req, res) => {
+    if (req.method === "GET" && req.url === "/metrics") {
+      metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { "Content-Type": metrics.registry.contentType });
+          res.end(text);
+        },
+        () => {
+          res.writeHead(500, { "Content-Type": "application/json" });
+          res.end('{"error":50000,"message":"internal server error"}');
+        },
+      );
+      return;
+    }
+    res.writeHead(404, { "Content-Type": "application/json" });
+    res.end('{"error":40400,"message":"only /metrics is served on this port"}');
+  });
+  server.listen(config.metricsPort, config.host);
+  await once(server, "listening");
+  return server;
 }

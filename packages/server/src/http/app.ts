@@ -11,6 +11,8 @@ import { buildOpenApiDocument } from "./openapi-document.ts";
 import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable } from "./routes.ts";
 import { toApiError } from "./trpc-errors.ts";
+import type { Metrics } from "../metrics.ts";
+import { requestContext, type RequestState } from "./request-context.ts";
 
 export type AppOptions = {
   router: AppRouter;
@@ -19,6 +21,9 @@ export type AppOptions = {
   logger: Logger;
   bodyLimitBytes: number;
   corsOrigins?: readonly string[];
+  metrics: Metrics;
+  /** `token`: /metrics needs a valid bearer token; `public`: open; `off`: not served on this app. */
+  metricsAccess: "token" | "public" | "off";
 };
 
 const REALM = 'Bearer realm="plantstore"';
@@ -52,14 +57,18 @@ async function authenticate(authenticator: Authenticator, header: string | undef
  * `createOpenApiKoaMiddleware` is not used.
  */
 export function createApp(options: AppOptions): Koa {
-  const { router, store, authenticator, logger, bodyLimitBytes } = options;
+  const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess } = options;
   const routes = new RouteTable(router);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
   routes.addPlainPath("/openapi.json", ["GET", "HEAD"]);
   routes.addPlainPath("/healthz", ["GET", "HEAD"]);
+  routes.addPlainPath("/readyz", ["GET", "HEAD"]);
+  if (metricsAccess !== "off") routes.addPlainPath("/metrics", ["GET", "HEAD"]);
 
   const app = new Koa();
   app.proxy = false;
+
+  app.use(requestContext(logger, metrics));
 
   const corsOrigins = options.corsOrigins ?? [];
   if (corsOrigins.length > 0) {
@@ -83,7 +92,10 @@ export function createApp(options: AppOptions): Koa {
       await next();
     } catch (thrown) {
       const error = toApiError(thrown);
-      if (error.status >= 500) logger.error({ err: thrown, method: ctx.method, path: ctx.path }, "request failed");
+      if (error.status >= 500) {
+        const { requestId, route } = ctx.state as RequestState;
+        logger.error({ reqId: requestId, err: thrown, method: ctx.method, route }, "request failed");
+      }
       sendError(ctx, error);
     }
   });
@@ -91,13 +103,34 @@ export function createApp(options: AppOptions): Koa {
   app.use(async (ctx) => {
     const method = ctx.method === "HEAD" ? "GET" : ctx.method;
     if (method === "GET" && ctx.path === "/openapi.json") {
+      (ctx.state as RequestState).route = "/openapi.json";
       ctx.type = "application/json";
       ctx.body = openApiJson;
       return;
     }
+    const state = ctx.state as RequestState;
     if (method === "GET" && ctx.path === "/healthz") {
+      state.route = "/healthz";
       ctx.type = "application/json";
       ctx.body = '{"status":"ok"}';
+      return;
+    }
+    if (method === "GET" && ctx.path === "/readyz") {
+      state.route = "/readyz";
+      try {
+        await store.ping();
+      } catch (error) {
+        throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
+      }
+      ctx.type = "application/json";
+      ctx.body = '{"status":"ready"}';
+      return;
+    }
+    if (method === "GET" && ctx.path === "/metrics" && metricsAccess !== "off") {
+      state.route = "/metrics";
+      if (metricsAccess === "token") await authenticate(authenticator, ctx.get("authorization") || undefined);
+      ctx.type = metrics.registry.contentType;
+      ctx.body = await metrics.registry.metrics();
       return;
     }
 
@@ -109,6 +142,7 @@ export function createApp(options: AppOptions): Koa {
       });
     }
     const { route, params } = matched;
+    state.route = route.template;
 
     // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
     const principal = route.protect ? await authenticate(authenticator, ctx.get("authorization") || undefined) : null;

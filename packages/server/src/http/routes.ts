@@ -4,6 +4,8 @@ import type { AppRouter } from "../router/root.ts";
 
 export type ProcedureRoute = {
   method: OpenApiMethod;
+  /** The OpenAPI path template (`/plants/{id}`), used as the route label in logs and metrics. */
+  template: string;
   pattern: RegExp;
   /** The tRPC path (`plants.create`), for errors and logs. */
   procedurePath: string;
@@ -30,6 +32,7 @@ export class RouteTable {
       const template = normalizePath(meta.openapi.path);
       this.#routes.push({
         method: meta.openapi.method,
+        template,
         // trpc-to-openapi's pattern, minus its case-insensitive flag.
         pattern: new RegExp(getPathRegExp(template).source),
         procedurePath: path,

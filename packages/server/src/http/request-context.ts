@@ -1,0 +1,39 @@
+import { randomUUID } from "node:crypto";
+import type Koa from "koa";
+import type { Logger } from "pino";
+import type { Metrics } from "../metrics.ts";
+
+// Echo a caller's id only when it is a plain token, so it is safe in logs and headers.
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export type RequestState = { requestId: string; route: string };
+
+/**
+ * Outermost middleware: gives every request an id (the caller's `X-Request-Id` when it is safe,
+ * else a new UUID), returns it, and after the answer writes one access-log line and the request
+ * metrics. The token is never logged: the line carries the method, the route template, the
+ * status and the duration, not headers or bodies.
+ */
+export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = ctx.get("x-request-id");
+    const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const state = ctx.state as RequestState;
+    state.requestId = requestId;
+    state.route = "unmatched";
+    ctx.set("X-Request-Id", requestId);
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const status = ctx.status;
+      metrics.requests.inc({ route: state.route, method: ctx.method, status });
+      metrics.requestDuration.observe({ route: state.route, method: ctx.method }, seconds);
+      logger.info(
+        { reqId: requestId, method: ctx.method, route: state.route, status, ms: Math.round(seconds * 1e5) / 100 },
+        "request",
+      );
+    }
+  };
+}

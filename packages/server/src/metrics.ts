@@ -1,0 +1,46 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+
+/**
+ * Prometheus metrics for one process (with PLANTSTORE_WORKERS > 1, each worker keeps its own).
+ * Route labels are templates (`/plants`), never raw paths, so scanners cannot blow up cardinality.
+ */
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "plantstore_" });
+  return {
+    registry,
+    requests: new Counter({
+      name: "plantstore_http_requests_total",
+      help: "HTTP requests answered, by route template, method and status.",
+      labelNames: ["route", "method", "status"] as const,
+      registers: [registry],
+    }),
+    requestDuration: new Histogram({
+      name: "plantstore_http_request_duration_seconds",
+      help: "Time from request start to the last byte of the answer, by route template and method.",
+      labelNames: ["route", "method"] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    batchSize: new Histogram({
+      name: "plantstore_store_batch_size",
+      help: "Creations committed together in one transaction (group commit).",
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: [registry],
+    }),
+    commitDuration: new Histogram({
+      name: "plantstore_store_commit_duration_seconds",
+      help: "Time to commit one batch, including its sync to disk.",
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: "plantstore_rate_limited_total",
+      help: "Requests refused with 429, by reason.",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+  };
+}

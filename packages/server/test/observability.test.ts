@@ -1,0 +1,146 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { startServer, type Config } from "../src/index.ts";
+import { createLogger } from "../src/logger.ts";
+import { expectErrorShape, rawRequest, testConfig, TOKEN } from "./harness.ts";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/** The real server with its JSON log lines captured in memory. */
+async function serverWithLogs(overrides: Partial<Config> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "plantstore-obs-"));
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString("utf8").split("\n").filter((l) => l.length > 0));
+      done();
+    },
+  });
+  const running = await startServer({
+    config: testConfig(`sqlite:${join(dir, "p.db")}`, { logLevel: "info", ...overrides }),
+    logger: createLogger("info", sink),
+  });
+  cleanups.push(async () => {
+    await running.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    rawRequest(running.url, {
+      method: "POST",
+      path: "/plants",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
+      body,
+    });
+  return { running, lines, post };
+}
+
+describe("request ids", () => {
+  it("echoes a safe incoming X-Request-Id and logs it on the request's line", async () => {
+    const { lines, post } = await serverWithLogs();
+    const response = await post('{"id":1,"name":"a"}', { "x-request-id": "abc-123" });
+    expect(response.headers["x-request-id"]).toBe("abc-123");
+    await new Promise((r) => setTimeout(r, 50));
+    const line = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["reqId"] === "abc-123");
+    expect(line).toMatchObject({ method: "POST", route: "/plants", status: 200, msg: "request" });
+  });
+
+  it.each([["has spaces"], ["x".repeat(129)], ["<script>"], ['quo"te']])("replaces an unsafe id %j with a new UUID", async (id) => {
+    const { post } = await serverWithLogs();
+    const response = await post('{"id":2,"name":"a"}', { "x-request-id": id });
+    expect(response.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("puts a request id on every line written while serving requests", async () => {
+    const { lines, post, running } = await serverWithLogs();
+    await post('{"id":3,"name":"a"}');
+    await post("not json");
+    await running.store.close();
+    await post('{"id":4,"name":"a"}'); // a 500: logged as an error line too
+    await new Promise((r) => setTimeout(r, 50));
+    const requestLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(requestLines.length).toBeGreaterThanOrEqual(4);
+    for (const line of requestLines) expect(typeof line["reqId"]).toBe("string");
+    expect(requestLines.some((l) => l["msg"] === "request failed" && l["level"] === 50)).toBe(true);
+  });
+});
+
+describe("logs never carry secrets", () => {
+  it("contains no token, valid or not, and no request body content", async () => {
+    const { lines, post, running } = await serverWithLogs();
+    const wrongToken = "wrong-token-that-must-not-be-logged";
+    const secretField = "body-secret-value-42";
+    await post(`{"id":5,"name":"a","password":"${secretField}"}`);
+    await post(`{"id":"bad","name":"${secretField}"}`);
+    await post('{"id":6,"name":"a"}', { authorization: `Bearer ${wrongToken}` });
+    await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${wrongToken}` } });
+    await running.store.close();
+    await post(`{"id":7,"name":"${secretField}"}`);
+    await new Promise((r) => setTimeout(r, 50));
+    const all = lines.join("\n");
+    expect(lines.length).toBeGreaterThan(0);
+    for (const secret of [TOKEN, wrongToken, secretField]) expect(all).not.toContain(secret);
+  });
+});
+
+describe("GET /metrics", () => {
+  it("needs a valid token by default and counts requests, batches and commits", async () => {
+    const { running, post } = await serverWithLogs();
+    await post('{"id":8,"name":"a"}');
+    const anonymous = await rawRequest(running.url, { method: "GET", path: "/metrics" });
+    expectErrorShape(anonymous, 401, 40100);
+    const response = await rawRequest(running.url, {
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(response.text).toMatch(/plantstore_http_requests_total\{route="\/plants",method="POST",status="200"\} 1/);
+    expect(response.text).toMatch(/plantstore_http_request_duration_seconds_bucket\{le="0.0005",route="\/plants",method="POST"\}/);
+    expect(response.text).toMatch(/plantstore_store_batch_size_count 1/);
+    expect(response.text).toMatch(/plantstore_store_commit_duration_seconds_count 1/);
+    expect(response.text).not.toContain(TOKEN);
+  });
+
+  it("labels unknown paths as unmatched, whatever the path", async () => {
+    const { running } = await serverWithLogs({ metrics: "public" });
+    await rawRequest(running.url, { method: "GET", path: "/random-scanner-path-1" });
+    const response = await rawRequest(running.url, { method: "GET", path: "/metrics" });
+    expect(response.status).toBe(200);
+    expect(response.text).toMatch(/route="unmatched",method="GET",status="404"/);
+    expect(response.text).not.toContain("random-scanner-path-1");
+  });
+
+  it("is not served when off", async () => {
+    const { running } = await serverWithLogs({ metrics: "off" });
+    expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/metrics" }), 404, 40400);
+  });
+
+  it("moves to its own port, without a token, when PLANTSTORE_METRICS_PORT is set", async () => {
+    const { running } = await serverWithLogs({ metricsPort: 0 });
+    expect(running.metricsUrl).toBeDefined();
+    const response = await rawRequest(running.metricsUrl!, { method: "GET", path: "/metrics" });
+    expect(response.status).toBe(200);
+    expect(response.text).toContain("plantstore_http_requests_total");
+    expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } }), 404, 40400);
+  });
+});
+
+describe("GET /healthz and GET /readyz", () => {
+  it("readyz answers 200 while the database answers and 503 (50300) when it does not", async () => {
+    const { running } = await serverWithLogs();
+    const ready = await rawRequest(running.url, { method: "GET", path: "/readyz" });
+    expect(ready.status).toBe(200);
+    expect(ready.json).toEqual({ status: "ready" });
+    await running.store.close();
+    expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/readyz" }), 503, 50300);
+    // The process is alive all the same.
+    expect((await rawRequest(running.url, { method: "GET", path: "/healthz" })).status).toBe(200);
+  });
+});

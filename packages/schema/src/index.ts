@@ -3,3 +3,4 @@ export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX
 export { ErrorBody } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
 export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+export { Int64Text, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListPlantsQuery, PlantIdPath, PlantList } from "./query.ts";

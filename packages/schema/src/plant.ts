@@ -32,5 +32,6 @@ export const Plant = z
 export type Plant = z.infer<typeof Plant>;
 
 /** The request body of `POST /plants`: every field of Plant plus the client-chosen `id`. */
-export const NewPlant = Plant.extend({ id: PlantId }).meta({ id: "NewPlant" });
+// `id` first, so listed plants read `{"id":…,"name":…,"tag":…}`.
+export const NewPlant = z.object({ id: PlantId, ...Plant.shape }).meta({ id: "NewPlant" });
 export type NewPlant = z.infer<typeof NewPlant>;

@@ -12,6 +12,8 @@ import { toTRPCError } from "./http/trpc-errors.ts";
 export type Context = {
   principal: Principal | null;
   store: PlantStore;
+  /** Response headers a procedure wants sent (e.g. `Link`); the adapter applies them. */
+  responseHeaders: Map<string, string>;
 };
 
 export type Meta = OpenApiMeta<{ scopes?: readonly Scope[] }>;

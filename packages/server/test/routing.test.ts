@@ -10,7 +10,7 @@ afterAll(async () => {
 });
 
 describe("requests outside the interface", () => {
-  it.each([["/"], ["/plant"], ["/plants/1"], ["/Plants"], ["/plants/"], ["/v1/plants"], ["/%ZZ"]])(
+  it.each([["/"], ["/plant"], ["/plants/1/x"], ["/Plants"], ["/plants/"], ["/v1/plants"], ["/%ZZ"]])(
     "answers 404 (40400) with an Error body for %s",
     async (path) => {
       const response = await server.send({
@@ -23,14 +23,26 @@ describe("requests outside the interface", () => {
     },
   );
 
-  it.each([["GET"], ["PUT"], ["PATCH"], ["DELETE"], ["OPTIONS"]])(
-    "answers %s /plants with 405 (40500) and Allow: POST",
+  it.each([["PUT"], ["PATCH"], ["DELETE"], ["OPTIONS"]])(
+    "answers %s /plants with 405 (40500) and Allow: GET, POST",
     async (method) => {
       const response = await server.send({ method, path: "/plants", headers: { authorization: `Bearer ${TOKEN}` } });
       expectErrorShape(response, 405, 40500);
-      expect(response.headers["allow"]).toBe("POST");
+      expect(response.headers["allow"]).toBe("GET, POST");
     },
   );
+
+  it.each([["GET"], ["POST"], ["PUT"]])("answers %s /plants/{id} with 405 (40500) and Allow: DELETE", async (method) => {
+    const response = await server.send({
+      method,
+      path: "/plants/1",
+      contractPath: "/plants/{id}",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: method === "GET" ? undefined : "{}",
+    });
+    expectErrorShape(response, 405, 40500);
+    expect(response.headers["allow"]).toBe("DELETE");
+  });
 
   it("answers POST /openapi.json with 405 and Allow: GET, HEAD", async () => {
     const response = await server.send({ method: "POST", path: "/openapi.json" });

@@ -1,5 +1,6 @@
 import cors from "@koa/cors";
 import Koa from "koa";
+import { stringifyJsonLossless } from "@plantstore/schema";
 import type { Logger } from "pino";
 import type { Authenticator, Principal } from "../auth/principal.ts";
 import { readBearer } from "../auth/bearer.ts";
@@ -147,25 +148,43 @@ export function createApp(options: AppOptions): Koa {
     // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
     const principal = route.protect ? await authenticate(authenticator, ctx.get("authorization") || undefined) : null;
 
-    let input: Record<string, unknown> = { ...params };
-    if (route.method !== "GET" && route.method !== "DELETE") {
+    const fromUrl = route.method === "GET" || route.method === "DELETE";
+    let input: Record<string, unknown>;
+    if (fromUrl) {
+      // Query values stay strings (repeated ones become arrays and are refused); the schemas parse them strictly.
+      input = { ...ctx.query, ...params };
+    } else {
       assertJsonContentType(ctx.get("content-type") || undefined);
       const body = await readJsonObject(ctx.req, bodyLimitBytes);
       input = Object.keys(params).length === 0 ? body : { ...body, ...params };
     }
 
-    const trpcContext: Context = { principal, store };
-    const output = await route.procedure({
-      ctx: trpcContext,
-      getRawInput: async () => input,
-      path: route.procedurePath,
-      type: route.type,
-      signal: undefined,
-      batchIndex: 0,
-    });
+    const trpcContext: Context = { principal, store, responseHeaders: new Map() };
+    let output: unknown;
+    try {
+      output = await route.procedure({
+        ctx: trpcContext,
+        getRawInput: async () => input,
+        path: route.procedurePath,
+        type: route.type,
+        signal: undefined,
+        batchIndex: 0,
+      });
+    } catch (thrown) {
+      const error = toApiError(thrown);
+      // Input that came from the path or query is a parameter problem, not a body problem.
+      if (fromUrl && error.code === "VALIDATION_FAILED") throw new ApiError("INVALID_PARAMETER", error.message);
+      throw error;
+    }
+    for (const [name, value] of trpcContext.responseHeaders) ctx.set(name, value);
+    if (output === undefined) {
+      ctx.status = 204;
+      return;
+    }
     ctx.status = 200;
     ctx.type = "application/json";
-    ctx.body = JSON.stringify(output);
+    // Ids in answers are exact int64 JSON integers.
+    ctx.body = stringifyJsonLossless(output);
   });
 
   return app;

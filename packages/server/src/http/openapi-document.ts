@@ -1,4 +1,12 @@
-import { ErrorBody, ErrorCodes, NewPlant, Plant, type ErrorCodeName } from "@plantstore/schema";
+import {
+  ErrorBody,
+  ErrorCodes,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  NewPlant,
+  Plant,
+  type ErrorCodeName,
+} from "@plantstore/schema";
 import { generateOpenApiDocument, type OpenAPIObject } from "trpc-to-openapi";
 import { createDocument } from "zod-openapi";
 import type { AppRouter } from "../router/root.ts";
@@ -8,6 +16,10 @@ type Json = Record<string, unknown>;
 const errorRef = { $ref: "#/components/schemas/Error" };
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
+const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE"];
+const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE"];
+
+/** Which catalogued errors each operation can answer, by status; the document lists them all. */
 const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
   "POST /plants": [
     "BAD_REQUEST",
@@ -15,22 +27,40 @@ const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
     "BODY_NOT_OBJECT",
     "EMPTY_BODY",
     "VALIDATION_FAILED",
-    "MISSING_TOKEN",
-    "INVALID_TOKEN",
-    "INSUFFICIENT_SCOPE",
+    ...AUTH_ERRORS,
     "ID_CONFLICT",
     "BODY_TOO_LARGE",
     "UNSUPPORTED_MEDIA_TYPE",
-    "INTERNAL",
-    "UNAVAILABLE",
+    ...SERVER_ERRORS,
   ],
+  "GET /plants": ["INVALID_PARAMETER", ...AUTH_ERRORS, ...SERVER_ERRORS],
+  "DELETE /plants/{id}": ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...SERVER_ERRORS],
+};
+
+const int64Schema = (description: string) => ({ type: "integer", format: "int64", description });
+
+/** Query and path parameters arrive as text; the document states what the text must hold. */
+const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
+  "GET /plants": {
+    limit: {
+      type: "integer",
+      format: "int32",
+      minimum: 1,
+      maximum: LIST_LIMIT_MAX,
+      default: LIST_LIMIT_DEFAULT,
+      description: `Page size: 1 to ${LIST_LIMIT_MAX}, default ${LIST_LIMIT_DEFAULT}.`,
+    },
+    after: int64Schema("Only plants with an id strictly greater than this one: the paging cursor."),
+    tag: { type: "string", minLength: 1, description: "Only plants with exactly this tag." },
+  },
+  "DELETE /plants/{id}": { id: int64Schema("Identification number of the plant") },
 };
 
 const STATUS_SUMMARY: Record<number, string> = {
   400: "Unexpected error",
   401: "Missing or invalid bearer token",
   403: "The token lacks the required scope",
-  404: "Not found",
+  404: "No such plant",
   409: "A different plant is already stored under this id",
   413: "The body is larger than the configured limit",
   415: "The body is not application/json",
@@ -118,21 +148,53 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       const key = `${method.toUpperCase()} ${path}`;
-      const body = operation["requestBody"] as Json | undefined;
-      if (key === "POST /plants" && body !== undefined) {
+      const generatedResponses = operation["responses"] as Record<string, Json>;
+      const successDescription = (generatedResponses["200"]?.["description"] as string | undefined) ?? "OK";
+      const errors = errorResponses(OPERATION_ERRORS[key] ?? ["INTERNAL"]);
+
+      const parameterSchemas = PARAMETER_SCHEMAS[key];
+      if (parameterSchemas !== undefined) {
+        operation["parameters"] = ((operation["parameters"] ?? []) as Json[]).map((parameter) => ({
+          ...parameter,
+          schema: parameterSchemas[parameter["name"] as string] ?? parameter["schema"],
+        }));
+      } else if (Array.isArray(operation["parameters"]) && operation["parameters"].length === 0) {
+        delete operation["parameters"];
+      }
+
+      if (key === "POST /plants") {
         operation["requestBody"] = {
           required: true,
           description: `A NewPlant as JSON (at most ${options.bodyLimitBytes} bytes). Unknown fields are ignored.`,
           content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
         };
-        const ok = (operation["responses"] as Json)["200"] as Json;
         operation["responses"] = {
           "200": {
-            description: ok["description"] ?? "Plant response",
+            description: successDescription,
             content: { "application/json": { schema: { $ref: "#/components/schemas/Plant" } } },
           },
-          ...errorResponses(OPERATION_ERRORS[key] ?? ["INTERNAL"]),
+          ...errors,
         };
+      } else if (key === "GET /plants") {
+        operation["responses"] = {
+          "200": {
+            description: successDescription,
+            headers: {
+              Link: {
+                description: 'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow.',
+                schema: { type: "string" },
+              },
+            },
+            content: {
+              "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/NewPlant" } } },
+            },
+          },
+          ...errors,
+        };
+      } else if (key === "DELETE /plants/{id}") {
+        operation["responses"] = { "204": { description: successDescription }, ...errors };
+      } else {
+        operation["responses"] = { ...generatedResponses, ...errors };
       }
       delete operation["security"];
     }

@@ -1,7 +1,15 @@
-import { NewPlant, Plant } from "@plantstore/schema";
+import { z } from "zod";
+import { LIST_LIMIT_DEFAULT, ListPlantsQuery, NewPlant, Plant, PlantIdPath, PlantList } from "@plantstore/schema";
 import { ApiError } from "../http/api-error.ts";
 import { toTRPCError } from "../http/trpc-errors.ts";
 import { protectedProcedure } from "../trpc.ts";
+
+/** RFC 8288 `Link` to the next page, relative to the request (so it survives any proxy or base path). */
+function nextLink(limit: number, after: bigint, tag: string | undefined): string {
+  const query = new URLSearchParams({ limit: String(limit), after: after.toString() });
+  if (tag !== undefined) query.set("tag", tag);
+  return `</plants?${query.toString()}>; rel="next"`;
+}
 
 export const plantsRouter = {
   create: protectedProcedure
@@ -27,5 +35,51 @@ export const plantsRouter = {
       }
       // `created` and `replayed` answer alike: a retry of the same request is indistinguishable from the first.
       return input.tag === undefined ? { name: input.name } : { name: input.name, tag: input.tag };
+    }),
+
+  list: protectedProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/plants",
+        protect: true,
+        operationId: "listPlants",
+        description:
+          "Lists plants ordered by id. Pages are walked with `after` (the last id seen); a `Link: <…>; rel=\"next\"` header points at the next page while there is one.",
+        successDescription: "Plants, ordered by id",
+      },
+      scopes: ["plants:read"],
+    })
+    .input(ListPlantsQuery)
+    .output(PlantList)
+    .query(async ({ ctx, input }) => {
+      const limit = input.limit ?? LIST_LIMIT_DEFAULT;
+      // One row more than asked tells whether a next page exists, without a count.
+      const rows = await ctx.store.list({ limit: limit + 1, after: input.after, tag: input.tag });
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      if (rows.length > limit && last !== undefined) ctx.responseHeaders.set("Link", nextLink(limit, last.id, input.tag));
+      return page;
+    }),
+
+  delete: protectedProcedure
+    .meta({
+      openapi: {
+        method: "DELETE",
+        path: "/plants/{id}",
+        protect: true,
+        operationId: "deletePlant",
+        description: "Deletes the plant with this id; the id is free for a new plant afterwards.",
+        successDescription: "Deleted",
+      },
+      scopes: ["plants:write"],
+    })
+    .input(PlantIdPath)
+    .output(z.void())
+    .mutation(async ({ ctx, input }) => {
+      const outcome = await ctx.store.delete(input.id);
+      if (outcome === "not_found") {
+        throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
+      }
     }),
 };

@@ -1,16 +1,22 @@
 import type { DatabaseSync } from "node:sqlite";
-import type { CreateOutcome } from "../plant-store.ts";
-import type { BatchRequest, BatchResult, ItemResult } from "./writer-protocol.ts";
+import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import type { BatchRequest, BatchResult, ItemResult, WriteOp } from "./writer-protocol.ts";
 
 /**
- * Commits one batch of creations in one transaction (one fsync). A statement that fails alone
+ * Commits one batch of writes (creations and deletions, in arrival order) in one transaction (one fsync). A statement that fails alone
  * fails alone; a failure that ends the transaction fails the whole batch and stores none of it.
  */
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
+  const remove = db.prepare("DELETE FROM plants WHERE id = ?");
 
-  const insertOne = (plant: BatchRequest["plants"][number]): CreateOutcome => {
+  const apply = (op: WriteOp): CreateOutcome | DeleteOutcome => {
+    if (op.op === "delete") return Number(remove.run(op.id).changes) === 1 ? "deleted" : "not_found";
+    return insertOne(op);
+  };
+
+  const insertOne = (plant: { id: bigint; name: string; tag: string | null }): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) return "created";
@@ -27,9 +33,9 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       return { kind: "failed", batchId: request.batchId, error: String(error) };
     }
     const results: ItemResult[] = [];
-    for (const plant of request.plants) {
+    for (const op of request.ops) {
       try {
-        results.push({ outcome: insertOne(plant) });
+        results.push({ outcome: apply(op) });
       } catch (error) {
         results.push({ error: String(error) });
         // Stop if the failure ended the transaction, or later rows would autocommit one by one.

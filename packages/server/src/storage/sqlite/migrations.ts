@@ -13,4 +13,10 @@ export const sqliteMigrations: ReadonlyArray<{ version: number; name: string; sq
             tag  TEXT
           ) STRICT;`,
   },
+  {
+    version: 2,
+    name: "index plants by tag",
+    // GET /plants?tag=… pages by id within one tag.
+    sql: "CREATE INDEX plants_tag_id ON plants (tag, id);",
+  },
 ];

@@ -3,10 +3,10 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import type { NewPlant } from "@plantstore/schema";
-import type { CreateOutcome, PlantStore } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, ListOptions, PlantStore } from "../plant-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
-import type { BatchRequest, BatchResult, CloseRequest, WriterInit } from "./writer-protocol.ts";
+import type { BatchRequest, BatchResult, CloseRequest, WriteOp, WriterInit } from "./writer-protocol.ts";
 
 /**
  * `full`: every answered write is on disk (fsync at each commit) and survives power loss.
@@ -28,8 +28,8 @@ export type SqliteStoreOptions = {
 type PlantRow = { id: bigint; name: string; tag: string | null };
 
 type Pending = {
-  plant: NewPlant;
-  resolve: (outcome: CreateOutcome) => void;
+  op: WriteOp;
+  resolve: (outcome: CreateOutcome | DeleteOutcome) => void;
   reject: (error: unknown) => void;
 };
 
@@ -48,6 +48,7 @@ const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
+  readonly #listStatements: Record<"all" | "after" | "tag" | "tagAfter", StatementSync>;
   readonly #maxBatchSize: number;
   readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
   readonly #init: WriterInit;
@@ -65,6 +66,14 @@ export class SqliteStore implements PlantStore {
     // An in-memory database exists only on this connection: it commits here (there is no fsync to hide).
     this.#inline = inMemory ? createBatchCommitter(db) : undefined;
     this.#select = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
+    // One statement per filter combination, so each uses its index (the primary key, or (tag, id)).
+    const columns = "SELECT id, name, tag FROM plants";
+    this.#listStatements = {
+      all: db.prepare(`${columns} ORDER BY id LIMIT ?`),
+      after: db.prepare(`${columns} WHERE id > ? ORDER BY id LIMIT ?`),
+      tag: db.prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`),
+      tagAfter: db.prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`),
+    };
     this.#maxBatchSize = options.maxBatchSize ?? 1024;
     this.#onCommit = options.onCommit;
     this.#init = { path: options.path, synchronous: options.durability === "normal" ? "NORMAL" : "FULL" };
@@ -82,9 +91,17 @@ export class SqliteStore implements PlantStore {
   }
 
   create(plant: NewPlant): Promise<CreateOutcome> {
+    return this.#write({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null }) as Promise<CreateOutcome>;
+  }
+
+  delete(id: bigint): Promise<DeleteOutcome> {
+    return this.#write({ op: "delete", id }) as Promise<DeleteOutcome>;
+  }
+
+  #write(op: WriteOp): Promise<CreateOutcome | DeleteOutcome> {
     if (this.#closed) return Promise.reject(new Error("the store is closed"));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ plant, resolve, reject });
+      this.#queue.push({ op, resolve, reject });
       this.#schedule();
     });
   }
@@ -107,7 +124,7 @@ export class SqliteStore implements PlantStore {
     const request: BatchRequest = {
       kind: "batch",
       batchId,
-      plants: items.map(({ plant }) => ({ id: plant.id, name: plant.name, tag: plant.tag ?? null })),
+      ops: items.map(({ op }) => op),
     };
     const inline = this.#inline;
     if (inline !== undefined) {
@@ -154,7 +171,7 @@ export class SqliteStore implements PlantStore {
       batch.items.forEach((item, i) => {
         const r = result.results[i];
         if (r !== undefined && "outcome" in r) item.resolve(r.outcome);
-        else item.reject(new Error(r?.error ?? "the batch stopped before this plant"));
+        else item.reject(new Error(r?.error ?? "the batch stopped before this write"));
       });
     }
     // Whatever queued during that commit goes next, at once.
@@ -169,6 +186,20 @@ export class SqliteStore implements PlantStore {
     const row = this.#select.get(id) as PlantRow | undefined;
     if (row === undefined) return undefined;
     return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+  }
+
+  async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
+    const statements = this.#listStatements;
+    const rows = (
+      tag === undefined
+        ? after === undefined
+          ? statements.all.all(limit)
+          : statements.after.all(after, limit)
+        : after === undefined
+          ? statements.tag.all(tag, limit)
+          : statements.tagAfter.all(tag, after, limit)
+    ) as PlantRow[];
+    return rows.map((row) => (row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag }));
   }
 
   async ping(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { CreateOutcome } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
 
 /** Messages between SqliteStore (main thread) and its writer thread. Plain data: structured-cloned. */
 export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL" };
@@ -6,12 +6,16 @@ export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL" };
 export type BatchRequest = {
   kind: "batch";
   batchId: number;
-  plants: Array<{ id: bigint; name: string; tag: string | null }>;
+  ops: WriteOp[];
 };
+
+export type WriteOp =
+  | { op: "create"; id: bigint; name: string; tag: string | null }
+  | { op: "delete"; id: bigint };
 
 export type CloseRequest = { kind: "close" };
 
-export type ItemResult = { outcome: CreateOutcome } | { error: string };
+export type ItemResult = { outcome: CreateOutcome | DeleteOutcome } | { error: string };
 
 export type BatchResult =
   | { kind: "committed"; batchId: number; results: ItemResult[]; commitMs: number }

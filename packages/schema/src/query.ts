@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { Int64 } from "./int64.ts";
+import { NewPlant, PlantTag } from "./plant.ts";
+
+/** `GET /plants` page size: documented in the README and the served OpenAPI document. */
+export const LIST_LIMIT_DEFAULT = 100;
+export const LIST_LIMIT_MAX = 1000;
+
+const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+
+/**
+ * An int64 written in a path or query string. Only plain decimal integers: no `+`, no leading
+ * zeros, no spaces, no exponent; the range is checked exactly on the bigint.
+ */
+export const Int64Text = z
+  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a single value") })
+  .regex(INTEGER_TEXT, { error: "must be a decimal integer (int64)" })
+  .transform((text) => BigInt(text))
+  .pipe(Int64);
+
+const LimitText = z
+  .string({ error: "must be a single value" })
+  .regex(/^-?\d+$/, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` })
+  .transform((text) => Number(text))
+  .pipe(
+    z
+      .int()
+      .min(1, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` })
+      .max(LIST_LIMIT_MAX, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` }),
+  );
+
+/** The query of `GET /plants`, as strings arrive. Unknown parameters are ignored. */
+export const ListPlantsQuery = z.object({
+  limit: LimitText.optional(),
+  after: Int64Text.optional(),
+  tag: PlantTag.optional(),
+});
+export type ListPlantsQuery = z.output<typeof ListPlantsQuery>;
+
+/** The path of `DELETE /plants/{id}`. */
+export const PlantIdPath = z.object({ id: Int64Text });
+
+/** The body of a `GET /plants` answer: plants ordered by id, each with its id. */
+export const PlantList = z.array(NewPlant);
+export type PlantList = z.infer<typeof PlantList>;

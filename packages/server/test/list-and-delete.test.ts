@@ -1,0 +1,168 @@
+import { Agent, request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+const list = (query = "") => server.send({ method: "GET", path: `/plants${query}`, headers: auth });
+const remove = (id: string) =>
+  server.send({ method: "DELETE", path: `/plants/${id}`, contractPath: "/plants/{id}", headers: auth });
+
+/** Ids as the exact integer literals of the JSON text (JSON.parse would round those above 2^53). */
+function idsOf(response: TestResponse): bigint[] {
+  return [...response.text.matchAll(/"id":(-?\d+)/g)].map((m) => BigInt(m[1]!));
+}
+
+function nextQuery(response: TestResponse): string | undefined {
+  const link = response.headers["link"] as string | undefined;
+  if (link === undefined) return undefined;
+  const match = /^<\/plants(\?[^>]*)>; rel="next"$/.exec(link);
+  if (match?.[1] === undefined) throw new Error(`unexpected Link: ${link}`);
+  return match[1];
+}
+
+/** Keep-alive HTTP with bounded concurrency, for creating thousands of plants quickly. */
+async function createMany(ids: bigint[], tag?: string, concurrency = 32): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const url = new URL(server.url);
+  let next = 0;
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next++]!;
+      const body = `{"id":${id},"name":"p${id}"${tag === undefined ? "" : `,"tag":"${tag}"`}}`;
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(
+          { host: url.hostname, port: url.port, path: "/plants", method: "POST", agent, headers: { ...auth, "content-type": "application/json" } },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+      if (status !== 200) throw new Error(`create ${id} answered ${status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  agent.destroy();
+}
+
+describe("GET /plants", () => {
+  it("answers an empty array for an empty store, with no Link", async () => {
+    await using empty = await startTestServer();
+    const response = await empty.send({ method: "GET", path: "/plants", headers: auth });
+    expect(response.status).toBe(200);
+    expect(response.text).toBe("[]");
+    expect(response.headers["link"]).toBeUndefined();
+  });
+
+  it("lists ids exactly across the int64 range, ordered by id, with tag only when set", async () => {
+    const extremes = ["-9223372036854775808", "-9223372036854775807", "9007199254740993", "9223372036854775806", "9223372036854775807"];
+    for (const id of extremes) expect((await server.createRaw(`{"id":${id},"name":"edge ${id}","tag":"edge"}`)).status).toBe(200);
+    expect((await server.createRaw('{"id":0,"name":"untagged"}')).status).toBe(200);
+    const response = await list("?tag=edge");
+    expect(response.status).toBe(200);
+    expect(idsOf(response)).toEqual(extremes.map(BigInt));
+    expect(response.text).toContain('{"id":-9223372036854775808,"name":"edge -9223372036854775808","tag":"edge"}');
+    const untagged = await list("?after=-1&limit=1");
+    expect(untagged.text).toBe('[{"id":0,"name":"untagged"}]');
+  });
+
+  it.each([["0"], ["-1"], ["1001"], ["abc"], ["1.5"], [""], ["1e2"], ["99999999999999999999"]])(
+    "refuses limit=%j with 400 (40005)",
+    async (limit) => {
+      const response = await list(`?limit=${encodeURIComponent(limit)}`);
+      expectErrorShape(response, 400, 40005);
+      expect((response.json as { message: string }).message).toMatch(/^limit /);
+    },
+  );
+
+  it("refuses a repeated limit", async () => {
+    expectErrorShape(await list("?limit=1&limit=2"), 400, 40005);
+  });
+
+  it.each([["9223372036854775808"], ["-9223372036854775809"], ["+1"], ["01"], ["1.0"], ["x"], [""]])(
+    "refuses after=%j with 400 (40005)",
+    async (after) => {
+      expectErrorShape(await list(`?after=${encodeURIComponent(after)}`), 400, 40005);
+    },
+  );
+
+  it("accepts limit 1 and 1000, and defaults to 100", async () => {
+    await createMany(Array.from({ length: 150 }, (_, i) => BigInt(1_000_000 + i)), "bulk");
+    expect(idsOf(await list("?tag=bulk&limit=1"))).toHaveLength(1);
+    expect(idsOf(await list("?tag=bulk&limit=1000"))).toHaveLength(150);
+    const firstPage = await list("?tag=bulk");
+    expect(idsOf(firstPage)).toHaveLength(100);
+    expect(nextQuery(firstPage)).toBe("?limit=100&after=1000099&tag=bulk");
+  });
+
+  it("walks 10,000 plants page by page with no gap or repeat while others are being created", async () => {
+    const ids = Array.from({ length: 10_000 }, (_, i) => BigInt(2_000_000 + i * 3));
+    await createMany(ids, "walk");
+    // Meanwhile: new plants land between and after the existing ones.
+    const writer = createMany(
+      Array.from({ length: 2_000 }, (_, i) => BigInt(2_000_001 + i * 3)),
+      "walk",
+      8,
+    );
+    const seen: bigint[] = [];
+    let query: string | undefined = "?tag=walk&limit=250";
+    let pages = 0;
+    while (query !== undefined) {
+      const page = await list(query);
+      expect(page.status).toBe(200);
+      seen.push(...idsOf(page));
+      query = nextQuery(page);
+      pages++;
+    }
+    await writer;
+    const seenSet = new Set(seen);
+    expect(seenSet.size).toBe(seen.length); // no repeats
+    for (const id of ids) expect(seenSet.has(id)).toBe(true); // no gaps among those there all along
+    expect([...seen].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(seen); // ordered by id
+    expect(pages).toBeGreaterThanOrEqual(40);
+  }, 120_000);
+});
+
+describe("DELETE /plants/{id}", () => {
+  it("answers 204 with no body, then 404 (40401), and frees the id", async () => {
+    expect((await server.createRaw('{"id":4242,"name":"Doomed"}')).status).toBe(200);
+    const deleted = await remove("4242");
+    expect(deleted.status).toBe(204);
+    expect(deleted.text).toBe("");
+    expectErrorShape(await remove("4242"), 404, 40401);
+    const recreated = await server.createRaw('{"id":4242,"name":"Reborn","tag":"new"}');
+    expect(recreated.status).toBe(200);
+    expect(recreated.text).toBe('{"name":"Reborn","tag":"new"}');
+  });
+
+  it.each([["9223372036854775807"], ["-9223372036854775808"]])("deletes id %s exactly, not a neighbour", async (id) => {
+    const neighbour = (BigInt(id) > 0n ? BigInt(id) - 1n : BigInt(id) + 1n).toString();
+    await server.createRaw(`{"id":${id},"name":"x"}`);
+    await server.createRaw(`{"id":${neighbour},"name":"y"}`);
+    expect((await remove(id)).status).toBe(204);
+    expect((await server.store.get(BigInt(id)))).toBeUndefined();
+    expect((await server.store.get(BigInt(neighbour)))?.name).toBeDefined();
+  });
+
+  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-9223372036854775809"], ["%201"], ["+5"], ["0x10"]])(
+    "refuses id %j with 400 (40005)",
+    async (id) => {
+      expectErrorShape(await remove(id), 400, 40005);
+    },
+  );
+
+  it("needs a token before anything else", async () => {
+    const response = await server.send({ method: "DELETE", path: "/plants/abc", contractPath: "/plants/{id}" });
+    expectErrorShape(response, 401, 40100);
+  });
+});

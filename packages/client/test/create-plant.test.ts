@@ -108,8 +108,8 @@ describe("createPlant refuses invalid input locally", () => {
   it("names each refused field in issues", async () => {
     await expect(counting.createPlant({ id: "7" as unknown as bigint, name: "" })).rejects.toMatchObject({
       issues: [
-        { path: "name", message: "must not be empty" },
         { path: "id", message: expect.stringMatching(/int64/) },
+        { path: "name", message: "must not be empty" },
       ],
     });
     expect(requests).toBe(0);
@@ -167,7 +167,7 @@ describe("createPlant sends the interface's request", () => {
     expect(request?.url).toBe("https://plants.example/api/plants");
     expect(request?.headers.get("authorization")).toBe("Bearer abc.DEF-123");
     expect(request?.headers.get("content-type")).toBe("application/json");
-    await expect(request?.text()).resolves.toBe('{"name":"Fern","id":9223372036854775807}');
+    await expect(request?.text()).resolves.toBe('{"id":9223372036854775807,"name":"Fern"}');
   });
 
   it("hands back the caller's abort reason rather than wrapping it", async () => {

@@ -5,6 +5,9 @@ import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
 import { openStore } from "./storage/open-store.ts";
 import { isWorkerProcess, superviseWorkers } from "./workers.ts";
+import { checkWebhookSecret, newWebhookSecret, WebhookAdmin } from "./storage/sqlite/webhook-admin.ts";
+import { checkWebhookUrl, createOutboundPolicy } from "./webhooks/outbound-guard.ts";
+import { resolve } from "node:path";
 
 function configFrom(options: { port?: string; host?: string; databaseUrl?: string; workers?: string }): Config {
   const config = loadConfig();
@@ -67,6 +70,119 @@ program
     const store = openStore(configFrom(options).databaseUrl);
     await store.close();
     process.stdout.write("migrations applied\n");
+  });
+
+/** Opens the webhook tables of the configured SQLite file (migrating it first). */
+async function openWebhookAdmin(options: { databaseUrl?: string }): Promise<WebhookAdmin> {
+  const { databaseUrl } = configFrom(options);
+  const path = databaseUrl.startsWith("sqlite:") ? databaseUrl.slice("sqlite:".length) : "";
+  if (path === "" || path === ":memory:") throw new Error("webhooks commands need DATABASE_URL=sqlite:<file>");
+  await openStore(databaseUrl).close();
+  return new WebhookAdmin(resolve(path));
+}
+
+const print = (json: boolean, value: unknown, text: string) =>
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+
+const webhooks = program.command("webhooks").description("Manage subscribers of the new-plant webhook and their deliveries.");
+const dbOption = ["--database-url <url>", "sqlite:<path> (env DATABASE_URL)"] as const;
+
+webhooks
+  .command("add")
+  .description("Subscribe a URL; every new plant is POSTed to it as NewPlant JSON, signed (Standard Webhooks).")
+  .argument("<url>", "http(s) URL of the receiver")
+  .option("--secret <whsec>", "signing secret (whsec_…); generated when omitted")
+  .option(...dbOption)
+  .option("--json", "machine-readable output")
+  .action(async (url: string, options: { secret?: string; databaseUrl?: string; json?: boolean }) => {
+    const config = configFrom(options);
+    checkWebhookUrl(url, createOutboundPolicy(config.webhookAllowedHosts));
+    const secret = options.secret ?? newWebhookSecret();
+    checkWebhookSecret(secret);
+    const admin = await openWebhookAdmin(options);
+    try {
+      const subscriber = admin.add(url, secret);
+      // The secret is shown once, here; the receiver needs it to verify signatures.
+      print(Boolean(options.json), { ...subscriber, secret }, `added ${subscriber.id} ${url}\nsecret: ${secret}`);
+    } finally {
+      admin.close();
+    }
+  });
+
+webhooks
+  .command("list")
+  .description("List subscribers (secrets are not shown).")
+  .option(...dbOption)
+  .option("--json", "machine-readable output")
+  .action(async (options: { databaseUrl?: string; json?: boolean }) => {
+    const admin = await openWebhookAdmin(options);
+    try {
+      const list = admin.list();
+      print(
+        Boolean(options.json),
+        list,
+        list.map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}`).join("\n") || "no subscribers",
+      );
+    } finally {
+      admin.close();
+    }
+  });
+
+webhooks
+  .command("remove")
+  .description("Remove a subscriber; its pending deliveries are cancelled.")
+  .argument("<id>", "subscriber id (whk_…)")
+  .option(...dbOption)
+  .action(async (id: string, options: { databaseUrl?: string }) => {
+    const admin = await openWebhookAdmin(options);
+    try {
+      if (!admin.remove(id)) throw new Error(`no subscriber ${id}`);
+      process.stdout.write(`removed ${id}\n`);
+    } finally {
+      admin.close();
+    }
+  });
+
+webhooks
+  .command("deliveries")
+  .description("Show recent deliveries and their attempts.")
+  .option("--failed", "only deliveries that failed at least once or gave up")
+  .option("--limit <n>", "how many", "50")
+  .option(...dbOption)
+  .option("--json", "machine-readable output")
+  .action(async (options: { failed?: boolean; limit: string; databaseUrl?: string; json?: boolean }) => {
+    const admin = await openWebhookAdmin(options);
+    try {
+      const rows = admin.deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) });
+      print(
+        Boolean(options.json),
+        rows,
+        rows
+          .map(
+            (d) =>
+              `${d.id}  ${d.status}  attempts ${d.attempts}  ${d.messageId}  ${d.subscriberId}` +
+              (d.lastStatus !== null || d.lastError !== null ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}` : ""),
+          )
+          .join("\n") || "no deliveries",
+      );
+    } finally {
+      admin.close();
+    }
+  });
+
+webhooks
+  .command("replay")
+  .description("Send a delivery again now, with the same webhook-id.")
+  .argument("<delivery>", "delivery id (from `webhooks deliveries`)")
+  .option(...dbOption)
+  .action(async (delivery: string, options: { databaseUrl?: string }) => {
+    const admin = await openWebhookAdmin(options);
+    try {
+      if (!/^\d+$/.test(delivery) || !admin.replay(Number(delivery))) throw new Error(`no delivery ${delivery}`);
+      process.stdout.write(`delivery ${delivery} queued again\n`);
+    } finally {
+      admin.close();
+    }
   });
 
 try {

@@ -17,6 +17,9 @@ const EnvSchema = z.object({
   PLANTSTORE_CORS_ORIGINS: z.string().optional(),
   PLANTSTORE_METRICS: z.enum(["token", "public", "off"]).default("token"),
   PLANTSTORE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: z.string().optional(),
+  PLANTSTORE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  PLANTSTORE_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -41,6 +44,11 @@ export type Config = {
   metrics: "token" | "public" | "off";
   /** When set, /metrics is served only on this separate port, without a token (bind it privately). */
   metricsPort: number | undefined;
+  /** Hosts or CIDRs webhook URLs may reach although private/loopback/link-local. */
+  webhookAllowedHosts: string[];
+  webhookTimeoutMs: number;
+  /** First retry delay; it doubles per attempt (see webhooks/retry-policy.ts). */
+  webhookRetryBaseMs: number;
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
 };
 
@@ -72,6 +80,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),
     metrics: e.PLANTSTORE_METRICS,
     metricsPort: e.PLANTSTORE_METRICS_PORT,
+    webhookAllowedHosts: (e.PLANTSTORE_WEBHOOK_ALLOWED_HOSTS ?? "")
+      .split(",")
+      .map((h) => h.trim())
+      .filter((h) => h.length > 0),
+    webhookTimeoutMs: e.PLANTSTORE_WEBHOOK_TIMEOUT_MS,
+    webhookRetryBaseMs: e.PLANTSTORE_WEBHOOK_RETRY_BASE_MS,
     logLevel: e.PLANTSTORE_LOG_LEVEL,
   };
 }

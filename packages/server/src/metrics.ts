@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /**
  * Prometheus metrics for one process (with PLANTSTORE_WORKERS > 1, each worker keeps its own).
@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics() {
+export function createMetrics(sources: { webhookBacklog?: () => number } = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "plantstore_" });
   return {
@@ -35,6 +35,20 @@ export function createMetrics() {
       help: "Time to commit one batch, including its sync to disk.",
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
       registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: "plantstore_webhook_attempts_total",
+      help: "Webhook delivery attempts, by outcome (delivered, failed_attempt, gone).",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
+    webhookBacklog: new Gauge({
+      name: "plantstore_webhook_outbox_depth",
+      help: "Webhook deliveries waiting to be delivered (including those waiting for a retry).",
+      registers: [registry],
+      collect() {
+        if (sources.webhookBacklog !== undefined) this.set(sources.webhookBacklog());
+      },
     }),
     rateLimited: new Counter({
       name: "plantstore_rate_limited_total",

@@ -11,6 +11,8 @@ import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore } from "./storage/open-store.ts";
+import { startDispatcher } from "./webhooks/dispatcher.ts";
+import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
 
 export type RunningServer = {
@@ -38,7 +40,8 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const metrics = createMetrics();
+  let backlog = () => 0;
+  const metrics = createMetrics({ webhookBacklog: () => backlog() });
   const store = openStore(config.databaseUrl, {
     durability: config.durability,
     onCommit: (size, ms) => {
@@ -46,6 +49,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       metrics.commitDuration.observe(ms / 1000);
     },
   });
+  backlog = () => store.webhookBacklog();
   const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
     corsOrigins: config.corsOrigins,
@@ -72,6 +76,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     throw error;
   }
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(config, metrics);
+  const dispatcher = startDispatcher({
+    queue: store,
+    policy: createOutboundPolicy(config.webhookAllowedHosts),
+    logger,
+    metrics,
+    timeoutMs: config.webhookTimeoutMs,
+    retryBaseMs: config.webhookRetryBaseMs,
+  });
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${port}`;
@@ -83,6 +95,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      // Webhook attempts under way finish and are recorded before the database closes.
+      await dispatcher.stop();
       metricsServer?.closeAllConnections();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
       await store.close();

@@ -212,6 +212,33 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
     },
     security: [{ bearerAuth: [] }],
     paths,
+    webhooks: {
+      "/plant/webhook": {
+        post: {
+          operationId: "newPlant",
+          description:
+            "Announces a plant added to the store (never an idempotent replay), POSTed to every active subscriber " +
+            "(`plantstore-server webhooks add`). Signed per Standard Webhooks: verify `webhook-signature` " +
+            "(`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the `whsec_` secret). " +
+            "Delivery is at least once: the same `webhook-id` on every retry, retries with exponential backoff over " +
+            "about three days, `Retry-After` honoured, `410 Gone` unsubscribes.",
+          parameters: [
+            { in: "header", name: "webhook-id", required: true, schema: { type: "string" }, description: "Same on every retry: deduplicate on it." },
+            { in: "header", name: "webhook-timestamp", required: true, schema: { type: "string" }, description: "Unix seconds of this attempt." },
+            { in: "header", name: "webhook-signature", required: true, schema: { type: "string" }, description: "`v1,<base64>` signatures, space-separated." },
+          ],
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
+          },
+          responses: {
+            "200": { description: "Return a 2xx status to indicate that the data was received successfully" },
+            "410": { description: "The subscriber is gone: no further deliveries are sent to it" },
+          },
+          security: [],
+        },
+      },
+    },
     components: {
       schemas: { ...schemas, Plant: plant, NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant), Error: error },
       securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { PlantStore } from "./plant-store.ts";
+import type { WebhookQueue } from "./webhook-queue.ts";
 import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
 
 export type OpenStoreOptions = {
@@ -8,7 +9,7 @@ export type OpenStoreOptions = {
 };
 
 /** Picks the backend from `DATABASE_URL`: `sqlite:<path>` or `sqlite::memory:`. */
-export function openStore(databaseUrl: string, options: OpenStoreOptions = {}): PlantStore {
+export function openStore(databaseUrl: string, options: OpenStoreOptions = {}): PlantStore & WebhookQueue {
   if (databaseUrl.startsWith("sqlite:")) {
     const path = databaseUrl.slice("sqlite:".length);
     if (path.length === 0) throw new Error("DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/plantstore.db");

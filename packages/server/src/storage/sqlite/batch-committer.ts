@@ -1,32 +1,130 @@
+import { randomUUID } from "node:crypto";
 import type { DatabaseSync } from "node:sqlite";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
-import type { BatchRequest, BatchResult, ItemResult, WriteOp } from "./writer-protocol.ts";
+import type { AttemptRecord, BatchRequest, BatchResult, ClaimedDelivery, ItemResult, WriteOp } from "./writer-protocol.ts";
 
 /**
- * Commits one batch of writes (creations and deletions, in arrival order) in one transaction (one fsync). A statement that fails alone
- * fails alone; a failure that ends the transaction fails the whole batch and stores none of it.
+ * Commits one batch of writes (creations, deletions and webhook bookkeeping, in arrival order) in
+ * one transaction (one fsync). A statement that fails alone fails alone; a failure that ends the
+ * transaction fails the whole batch and stores none of it.
  */
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ?");
+  const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
+  const insertEvent = db.prepare("INSERT INTO webhook_events (message_id, payload, created_at) VALUES (?, ?, ?)");
+  const insertDeliveries = db.prepare(
+    `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1`,
+  );
+  const claim = db.prepare(
+    `UPDATE webhook_deliveries SET lease_until = ?
+     WHERE id IN (SELECT id FROM webhook_deliveries
+                  WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
+                  ORDER BY next_attempt_at LIMIT ?)
+     RETURNING id, event_id, subscriber_id, attempts`,
+  );
+  const claimDetails = db.prepare(
+    `SELECT e.message_id, e.payload, e.created_at, s.url, s.secret
+     FROM webhook_events e, webhook_subscribers s WHERE e.id = ? AND s.id = ?`,
+  );
+  const updateDelivery = db.prepare(
+    `UPDATE webhook_deliveries
+     SET status = ?, attempts = attempts + 1, next_attempt_at = ?, lease_until = 0,
+         last_status = ?, last_error = ?, updated_at = ?
+     WHERE id = ?`,
+  );
+  const insertAttempt = db.prepare(
+    "INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)",
+  );
+  const disableSubscriber = db.prepare(
+    "UPDATE webhook_subscribers SET active = 0, disabled_reason = ? WHERE id = ? AND active = 1",
+  );
+  const cancelPending = db.prepare(
+    "UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE subscriber_id = ? AND status = 'pending'",
+  );
 
-  const apply = (op: WriteOp): CreateOutcome | DeleteOutcome => {
-    if (op.op === "delete") return Number(remove.run(op.id).changes) === 1 ? "deleted" : "not_found";
-    return insertOne(op);
-  };
+  let eventsWritten = 0;
+  let subscribersInBatch: boolean | undefined;
 
   const insertOne = (plant: { id: bigint; name: string; tag: string | null }): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
-    if (Number(changes) === 1) return "created";
+    if (Number(changes) === 1) {
+      // Only a new plant is announced (never a replay), in this same transaction: the outbox.
+      subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
+      if (subscribersInBatch) {
+        const now = Date.now();
+        const payload = `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${plant.tag === null ? "" : `,"tag":${JSON.stringify(plant.tag)}`}}`;
+        const event = insertEvent.run(`msg_${randomUUID().replaceAll("-", "")}`, payload, now);
+        insertDeliveries.run(event.lastInsertRowid, now, now);
+        eventsWritten++;
+      }
+      return "created";
+    }
     const existing = select.get(plant.id) as { name: string; tag: string | null } | undefined;
     if (existing !== undefined && existing.name === plant.name && existing.tag === plant.tag) return "replayed";
     return "conflict";
   };
 
+  const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
+    const rows = claim.all(leaseUntil, now, now, limit) as Array<{
+      id: number | bigint;
+      event_id: number | bigint;
+      subscriber_id: string;
+      attempts: number | bigint;
+    }>;
+    return rows.map((row) => {
+      const details = claimDetails.get(row.event_id, row.subscriber_id) as {
+        message_id: string;
+        payload: string;
+        created_at: number | bigint;
+        url: string;
+        secret: string;
+      };
+      return {
+        deliveryId: Number(row.id),
+        attempts: Number(row.attempts),
+        messageId: details.message_id,
+        payload: details.payload,
+        createdAt: Number(details.created_at),
+        subscriberId: row.subscriber_id,
+        url: details.url,
+        secret: details.secret,
+      };
+    });
+  };
+
+  const recordAttempt = (a: AttemptRecord): void => {
+    const status = a.result === "gone" ? "cancelled" : a.result;
+    updateDelivery.run(status, a.nextAttemptAt, a.statusCode, a.error, a.attemptedAt, a.deliveryId);
+    insertAttempt.run(a.deliveryId, a.attemptedAt, a.statusCode, a.error, a.durationMs);
+    if (a.result === "gone") {
+      // 410 Gone: the receiver asks us to stop (Standard Webhooks); nothing more is sent to it.
+      disableSubscriber.run("410 Gone from the receiver", a.subscriberId);
+      cancelPending.run(a.attemptedAt, a.subscriberId);
+    }
+  };
+
+  const apply = (op: WriteOp): ItemResult => {
+    switch (op.op) {
+      case "create":
+        return { outcome: insertOne(op) };
+      case "delete":
+        return { outcome: (Number(remove.run(op.id).changes) === 1 ? "deleted" : "not_found") satisfies DeleteOutcome };
+      case "claimDeliveries":
+        return { claimed: claimDeliveries(op.now, op.leaseUntil, op.limit) };
+      case "recordAttempt":
+        recordAttempt(op.attempt);
+        return { recorded: true };
+    }
+  };
+
   return (request) => {
     const started = performance.now();
+    eventsWritten = 0;
+    subscribersInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
     } catch (error) {
@@ -35,7 +133,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     const results: ItemResult[] = [];
     for (const op of request.ops) {
       try {
-        results.push({ outcome: apply(op) });
+        results.push(apply(op));
       } catch (error) {
         results.push({ error: String(error) });
         // Stop if the failure ended the transaction, or later rows would autocommit one by one.
@@ -49,6 +147,6 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       if (db.isTransaction) db.exec("ROLLBACK");
       return { kind: "failed", batchId: request.batchId, error: String(error) };
     }
-    return { kind: "committed", batchId: request.batchId, results, commitMs: performance.now() - started };
+    return { kind: "committed", batchId: request.batchId, results, commitMs: performance.now() - started, eventsWritten };
   };
 }

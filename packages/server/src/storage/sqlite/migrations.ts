@@ -19,4 +19,47 @@ export const sqliteMigrations: ReadonlyArray<{ version: number; name: string; sq
     // GET /plants?tag=… pages by id within one tag.
     sql: "CREATE INDEX plants_tag_id ON plants (tag, id);",
   },
+  {
+    version: 3,
+    name: "webhook subscribers, outbox and deliveries",
+    // The outbox: an event row is written in the same transaction as the plant it announces,
+    // with one delivery row per subscriber active at that moment.
+    sql: `CREATE TABLE webhook_subscribers (
+            id              TEXT PRIMARY KEY,
+            url             TEXT NOT NULL,
+            secret          TEXT NOT NULL,
+            active          INTEGER NOT NULL DEFAULT 1,
+            disabled_reason TEXT,
+            created_at      INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE webhook_events (
+            id         INTEGER PRIMARY KEY,
+            message_id TEXT NOT NULL UNIQUE,
+            payload    TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE webhook_deliveries (
+            id              INTEGER PRIMARY KEY,
+            event_id        INTEGER NOT NULL REFERENCES webhook_events (id),
+            subscriber_id   TEXT NOT NULL,
+            status          TEXT NOT NULL,
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            lease_until     INTEGER NOT NULL DEFAULT 0,
+            last_status     INTEGER,
+            last_error      TEXT,
+            updated_at      INTEGER NOT NULL,
+            UNIQUE (event_id, subscriber_id)
+          ) STRICT;
+          CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+          CREATE TABLE webhook_attempts (
+            id           INTEGER PRIMARY KEY,
+            delivery_id  INTEGER NOT NULL REFERENCES webhook_deliveries (id),
+            attempted_at INTEGER NOT NULL,
+            status_code  INTEGER,
+            error        TEXT,
+            duration_ms  INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);`,
+  },
 ];

@@ -6,7 +6,17 @@ import type { NewPlant } from "@plantstore/schema";
 import type { CreateOutcome, DeleteOutcome, ListOptions, PlantStore } from "../plant-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
-import type { BatchRequest, BatchResult, CloseRequest, WriteOp, WriterInit } from "./writer-protocol.ts";
+import type { WebhookQueue } from "../webhook-queue.ts";
+import type {
+  AttemptRecord,
+  BatchRequest,
+  BatchResult,
+  ClaimedDelivery,
+  CloseRequest,
+  ItemResult,
+  WriteOp,
+  WriterInit,
+} from "./writer-protocol.ts";
 
 /**
  * `full`: every answered write is on disk (fsync at each commit) and survives power loss.
@@ -29,7 +39,7 @@ type PlantRow = { id: bigint; name: string; tag: string | null };
 
 type Pending = {
   op: WriteOp;
-  resolve: (outcome: CreateOutcome | DeleteOutcome) => void;
+  resolve: (result: ItemResult) => void;
   reject: (error: unknown) => void;
 };
 
@@ -45,7 +55,7 @@ const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts
  * committed. The batch grows with the load by itself: the longer a commit takes, the more the next
  * one carries. Reads use their own connection on this thread (WAL lets them run beside the writer).
  */
-export class SqliteStore implements PlantStore {
+export class SqliteStore implements PlantStore, WebhookQueue {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
   readonly #listStatements: Record<"all" | "after" | "tag" | "tagAfter", StatementSync>;
@@ -60,6 +70,8 @@ export class SqliteStore implements PlantStore {
   #nextBatchId = 1;
   #closed = false;
   #drained: Array<() => void> = [];
+  readonly #eventListeners: Array<() => void> = [];
+  #dueStatement: StatementSync | undefined;
 
   private constructor(db: DatabaseSync, options: SqliteStoreOptions, inMemory: boolean) {
     this.#db = db;
@@ -90,15 +102,43 @@ export class SqliteStore implements PlantStore {
     return new SqliteStore(db, options, inMemory);
   }
 
-  create(plant: NewPlant): Promise<CreateOutcome> {
-    return this.#write({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null }) as Promise<CreateOutcome>;
+  async create(plant: NewPlant): Promise<CreateOutcome> {
+    const result = await this.#write({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null });
+    return (result as { outcome: CreateOutcome }).outcome;
   }
 
-  delete(id: bigint): Promise<DeleteOutcome> {
-    return this.#write({ op: "delete", id }) as Promise<DeleteOutcome>;
+  async delete(id: bigint): Promise<DeleteOutcome> {
+    const result = await this.#write({ op: "delete", id });
+    return (result as { outcome: DeleteOutcome }).outcome;
   }
 
-  #write(op: WriteOp): Promise<CreateOutcome | DeleteOutcome> {
+  async claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
+    const result = await this.#write({ op: "claimDeliveries", ...options });
+    return (result as { claimed: ClaimedDelivery[] }).claimed;
+  }
+
+  async recordAttempt(attempt: AttemptRecord): Promise<void> {
+    await this.#write({ op: "recordAttempt", attempt });
+  }
+
+  async hasDueDeliveries(now: number): Promise<boolean> {
+    this.#dueStatement ??= this.#db.prepare(
+      "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ? LIMIT 1",
+    );
+    return this.#dueStatement.get(now, now) !== undefined;
+  }
+
+  /** Deliveries not yet delivered nor given up: the outbox depth, for metrics. */
+  webhookBacklog(): number {
+    const row = this.#db.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get() as { n: bigint };
+    return Number(row.n);
+  }
+
+  onEvents(listener: () => void): void {
+    this.#eventListeners.push(listener);
+  }
+
+  #write(op: WriteOp): Promise<ItemResult> {
     if (this.#closed) return Promise.reject(new Error("the store is closed"));
     return new Promise((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
@@ -170,9 +210,10 @@ export class SqliteStore implements PlantStore {
       this.#onCommit?.(batch.items.length, result.commitMs);
       batch.items.forEach((item, i) => {
         const r = result.results[i];
-        if (r !== undefined && "outcome" in r) item.resolve(r.outcome);
+        if (r !== undefined && !("error" in r)) item.resolve(r);
         else item.reject(new Error(r?.error ?? "the batch stopped before this write"));
       });
+      if (result.eventsWritten > 0) for (const listener of this.#eventListeners) listener();
     }
     // Whatever queued during that commit goes next, at once.
     this.#send();

@@ -1,0 +1,108 @@
+import type { Logger } from "pino";
+import type { Metrics } from "../metrics.ts";
+import type { ClaimedDelivery, WebhookQueue } from "../storage/webhook-queue.ts";
+import type { OutboundPolicy } from "./outbound-guard.ts";
+import { MAX_ATTEMPTS, nextAttemptAt } from "./retry-policy.ts";
+import { sendDelivery } from "./sender.ts";
+
+export type DispatcherOptions = {
+  queue: WebhookQueue;
+  policy: OutboundPolicy;
+  logger: Logger;
+  metrics: Metrics;
+  timeoutMs: number;
+  retryBaseMs: number;
+  /** How often to look for due retries when nothing new was written. */
+  pollMs?: number;
+  concurrency?: number;
+};
+
+/**
+ * Delivers the outbox: claims due deliveries (a lease, so other processes skip them), sends them
+ * concurrently, and records each attempt. At-least-once: a delivery is marked done only after a
+ * 2xx, so a crash between sending and recording sends it again, with the same `webhook-id`.
+ */
+export function startDispatcher(options: DispatcherOptions): { stop(): Promise<void> } {
+  const { queue, policy, logger, metrics, timeoutMs, retryBaseMs } = options;
+  const pollMs = options.pollMs ?? 500;
+  const concurrency = options.concurrency ?? 16;
+  let stopping = false;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const attempt = async (delivery: ClaimedDelivery): Promise<void> => {
+    const result = await sendDelivery(delivery, policy, timeoutMs);
+    const now = Date.now();
+    const attempts = delivery.attempts + 1;
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const gone = result.statusCode === 410;
+    const outcome = ok ? "delivered" : gone ? "gone" : attempts >= MAX_ATTEMPTS ? "failed" : "pending";
+    metrics.webhookDeliveries.inc({ outcome: ok ? "delivered" : gone ? "gone" : "failed_attempt" });
+    await queue.recordAttempt({
+      deliveryId: delivery.deliveryId,
+      subscriberId: delivery.subscriberId,
+      attemptedAt: now,
+      durationMs: result.durationMs,
+      statusCode: result.statusCode,
+      error: result.error,
+      result: outcome,
+      nextAttemptAt:
+        outcome === "pending"
+          ? nextAttemptAt({ now, attemptsSoFar: attempts, baseMs: retryBaseMs, retryAfterHeader: result.retryAfter })
+          : now,
+    });
+    if (!ok) {
+      logger.warn(
+        { delivery: delivery.deliveryId, subscriber: delivery.subscriberId, status: result.statusCode, error: result.error, attempts, outcome },
+        "webhook attempt failed",
+      );
+    }
+  };
+
+  const drain = async (): Promise<void> => {
+    do {
+      again = false;
+      const now = Date.now();
+      if (!(await queue.hasDueDeliveries(now))) break;
+      const claimed = await queue.claimDeliveries({ now, leaseUntil: now + timeoutMs * 2 + 5_000, limit: concurrency });
+      if (claimed.length > 0) {
+        await Promise.all(claimed.map((d) => attempt(d).catch((error: unknown) => logger.error({ err: error }, "webhook bookkeeping failed"))));
+        again = true;
+      }
+    } while (again && !stopping);
+  };
+
+  const kick = () => {
+    if (stopping) return;
+    if (running !== undefined) {
+      again = true;
+      return;
+    }
+    running = drain()
+      .catch((error: unknown) => logger.error({ err: error }, "webhook dispatch failed"))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+
+  queue.onEvents(kick);
+  const schedule = () => {
+    timer = setTimeout(() => {
+      kick();
+      schedule();
+    }, pollMs);
+    timer.unref();
+  };
+  schedule();
+  kick();
+
+  return {
+    // Stops at a safe point: no new claims; attempts under way finish and are recorded.
+    async stop() {
+      stopping = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+    },
+  };
+}

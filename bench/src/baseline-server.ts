@@ -1,17 +1,30 @@
 import Koa from "koa";
 import type { AddressInfo } from "node:net";
+import { INSERT_ANSWER, PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 
 /**
  * The floor we compare against: Koa with nothing but reading and parsing the same body. No auth,
  * validation or storage, so the gap to our server is what those cost. Run as its own process so
  * it gets a CPU and an event loop of its own, exactly like our server.
+ *
+ * For the list scenario it answers a fixed page of the same size and shape as ours.
  */
-const ANSWER = '{"name":"Fern","tag":"fern"}';
+const limit = Number(process.env["BASELINE_LIST_LIMIT"] ?? 100);
+const PAGE = JSON.stringify(Array.from({ length: limit }, (_, i) => ({ id: i + 1, name: PLANT_NAME, tag: PLANT_TAG })));
 
 const app = new Koa();
 app.use(async (ctx) => {
-  if (ctx.method !== "POST" || ctx.path !== "/plants") {
+  if (ctx.path !== "/plants") {
     ctx.status = 404;
+    return;
+  }
+  if (ctx.method === "GET") {
+    ctx.type = "application/json";
+    ctx.body = PAGE;
+    return;
+  }
+  if (ctx.method !== "POST") {
+    ctx.status = 405;
     return;
   }
   const chunks: Buffer[] = [];
@@ -19,7 +32,7 @@ app.use(async (ctx) => {
   JSON.parse(Buffer.concat(chunks).toString("utf8"));
   ctx.status = 200;
   ctx.type = "application/json";
-  ctx.body = ANSWER;
+  ctx.body = INSERT_ANSWER;
 });
 
 const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {

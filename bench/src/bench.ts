@@ -1,28 +1,40 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openBackend, type Backend } from "./backends.ts";
-import { runLoad, type LoadResult } from "./load.ts";
-import { parseOptions, USAGE, UsageError, type BenchOptions } from "./options.ts";
-import { findFailures, formatTable, summarize, type RoundResult, type TargetReport } from "./report.ts";
-import { freePort, readRss, sampleRss, startTarget, type Target } from "./target.ts";
+import { loadAverage, pinSelf, planCpus, type CpuPlan } from "./cpu.ts";
+import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
+import { measuredRun } from "./measure.ts";
+import { parseOptions, USAGE, UsageError, type BenchOptions, type Variant } from "./options.ts";
+import { formatProfile, summarizeProfile, type ProfileSummary } from "./profile-summary.ts";
+import { findFailures, formatTargets, ratios, summarize, type RoundResult, type TargetReport } from "./report.ts";
+import { ID_STRIDE, type RequestSpec } from "./scenarios.ts";
+import { runSoak } from "./soak.ts";
+import { freePort, readRss, startTarget, type Target } from "./target.ts";
 
 const BASELINE_SCRIPT = fileURLToPath(new URL("./baseline-server.ts", import.meta.url));
 const RESULTS_DIR = fileURLToPath(new URL("../results/", import.meta.url));
 
-/** The built bin of the workspace's @plantstore/server, found the way Node would resolve it. */
-function serverBin(): { bin: string; version: string } {
+type ServerBin = { bin: string; version: string; nodeFlags: string[] };
+
+/**
+ * The built bin of the workspace's @plantstore/server, found the way Node would resolve it, and
+ * the node flags of its `#!` line: `plantstore-server serve` runs with them, so the bench does too.
+ */
+function serverBin(): ServerBin {
   const manifestPath = createRequire(import.meta.url).resolve("@plantstore/server/package.json");
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { version: string; bin: Record<string, string> };
   const bin = resolve(dirname(manifestPath), Object.values(manifest.bin)[0]!);
   if (!existsSync(bin)) {
     throw new UsageError(`${bin} is missing: build the server first (pnpm turbo build --filter=@plantstore/server)`);
   }
-  return { bin, version: manifest.version };
+  const shebang = readFileSync(bin, "utf8").split("\n", 1)[0] ?? "";
+  const nodeFlags = /^#!.*\bnode((?:\s+--\S+)*)\s*$/.exec(shebang)?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
+  return { bin, version: manifest.version, nodeFlags };
 }
 
 function gitCommit(): string | null {
@@ -33,15 +45,81 @@ function gitCommit(): string | null {
   }
 }
 
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** Runs `plantstore-server migrate` against a backend, so it can be prefilled before the server starts. */
+function migrate(server: ServerBin, env: Record<string, string>): void {
+  execFileSync(process.execPath, [server.bin, "migrate"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+}
+
+type Started = { target: Target; variant: Variant | null; backend: Backend | null };
+
+async function startOurs(
+  options: BenchOptions,
+  variant: Variant,
+  context: { server: ServerBin; scratch: string; token: string; plan: CpuPlan; profileDir: string | undefined },
+): Promise<Started> {
+  const dir = join(context.scratch, variant.name.replace(/[^A-Za-z0-9=,-]/g, "_"));
+  mkdirSync(dir, { recursive: true });
+  const backend = await openBackend(options.backend, dir);
+  try {
+    const env: Record<string, string> = {
+      ...backend.env,
+      PLANTSTORE_TOKENS: context.token,
+      PLANTSTORE_DURABILITY: variant.durability,
+      // The default level: one access-log line per request is part of what a real deployment pays.
+      PLANTSTORE_LOG_LEVEL: "info",
+      ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
+    };
+    if (variant.prefill > 0) {
+      if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
+      migrate(context.server, env);
+      const started = performance.now();
+      say(`prefill ${variant.name}: ${variant.prefill.toLocaleString("en-US")} plants (${options.ids} ids)`);
+      await backend.prefill(variant.prefill, options.ids);
+      say(`prefill ${variant.name}: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    }
+    // Clustered workers share one listening socket, which cannot be "port 0, whichever": pick one.
+    const workers = variant.workers ?? 1;
+    const target = await startTarget(variant.name, [context.server.bin, "serve"], env, {
+      ...(workers > 1 ? { port: await freePort(), listeners: workers } : {}),
+      cpus: { plan: context.plan, cpus: workers > 1 ? context.plan.multiProcessServer : context.plan.server },
+      nodeFlags: [
+        ...context.server.nodeFlags,
+        ...(context.profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(context.profileDir, variant.name)}`]),
+      ],
+    });
+    return { target, variant, backend };
+  } catch (error) {
+    await backend.dispose();
+    throw error;
+  }
+}
+
+/** The requests a target gets in one job: fresh ids for inserts, cursors within its prefill for lists. */
+function requestSpec(options: BenchOptions, variant: Variant, jobNumber: number): RequestSpec {
+  if (options.scenario === "list") return { kind: "list", limit: options.limit, maxAfter: variant.prefill - options.limit };
+  return { kind: "insert", ids: options.ids, idBase: jobNumber * ID_STRIDE };
+}
+
 async function bench(options: BenchOptions): Promise<number> {
+  const plan = planCpus(options.pin);
+  pinSelf(plan);
   const server = serverBin();
   const scratch = mkdtempSync(join(tmpdir(), "plantstore-bench-"));
   const token = randomBytes(24).toString("base64url");
-  const started: Target[] = [];
-  let backend: Backend | undefined;
+  const startedAt = new Date();
+  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+  const profileDir = options.cpuProf ? join(RESULTS_DIR, `profiles-${stamp}`) : undefined;
+  const started: Started[] = [];
+  let load: LoadGenerator | undefined;
+  let cleaned = false;
   const cleanUp = async () => {
-    await Promise.all(started.map((t) => t.stop()));
-    await backend?.dispose();
+    if (cleaned) return;
+    cleaned = true;
+    await load?.stop();
+    await Promise.all(started.map((s) => s.target.stop()));
+    await Promise.all(started.map((s) => s.backend?.dispose()));
     rmSync(scratch, { recursive: true, force: true });
   };
   // Ctrl-C must not leave servers behind holding ports and CPU.
@@ -49,72 +127,48 @@ async function bench(options: BenchOptions): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
-  const startedAt = new Date();
+  const loadBefore = loadAverage();
+  say(
+    plan.pinned
+      ? `pinning: servers on cpu ${plan.server.join(",")} (several workers: cpu ${plan.multiProcessServer.join(",")}), load generator on cpu ${plan.load.join(",")}`
+      : `pinning: off (${plan.note}); server and load generator share the CPUs`,
+  );
+  say(`load average before: ${loadBefore.join(" ")}`);
   try {
-    backend = await openBackend(options.backend, scratch);
-    const ourEnv: Record<string, string> = {
-      ...backend.env,
-      PLANTSTORE_TOKENS: token,
-      PLANTSTORE_DURABILITY: options.durability,
-      // info, not warn: the listening line with the URL is logged at info; nothing is logged per request.
-      PLANTSTORE_LOG_LEVEL: "info",
-      ...(options.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(options.workers) }),
-    };
-    started.push(await startTarget("baseline", [BASELINE_SCRIPT], {}));
-    // Clustered workers share one listening socket, which cannot be "port 0, whichever": pick one.
-    const workers = options.workers ?? 1;
-    const ourStart = workers > 1 ? { port: await freePort(), listeners: workers } : {};
-    started.push(await startTarget("ours", [server.bin, "serve"], ourEnv, ourStart));
-    const load = (target: Target, durationSec: number) =>
-      runLoad({ url: target.url, token, connections: options.connections, durationSec });
+    load = await LoadGenerator.start(plan);
+    if (options.scenario !== "soak") {
+      const baseline = await startTarget("baseline", [BASELINE_SCRIPT], { BASELINE_LIST_LIMIT: String(options.limit) }, { cpus: { plan, cpus: plan.server } });
+      started.push({ target: baseline, variant: null, backend: null });
+    }
+    for (const variant of options.variants) {
+      started.push(await startOurs(options, variant, { server, scratch, token, plan, profileDir }));
+    }
+    const targets = started.map((s) => s.target);
+    let jobs = 0;
+    const jobFor = (s: Started, seconds: number, extra: Partial<LoadJob> = {}): Omit<LoadJob, "jobId"> => ({
+      url: s.target.url,
+      token,
+      connections: options.connections,
+      durationSec: seconds,
+      spec: requestSpec(options, s.variant ?? options.variants[0]!, ++jobs),
+      ...extra,
+    });
 
     const warmups = new Map<string, LoadResult | null>();
-    for (const target of started) {
+    for (const s of started) {
       if (options.warmup === 0) {
-        warmups.set(target.name, null);
+        warmups.set(s.target.name, null);
         continue;
       }
-      process.stdout.write(`warm-up ${target.name} (${options.warmup} s)\n`);
-      warmups.set(target.name, await load(target, options.warmup));
-      target.assertAlive();
+      say(`warm-up ${s.target.name} (${options.warmup} s)`);
+      warmups.set(s.target.name, await load.run(jobFor(s, options.warmup)));
+      s.target.assertAlive();
     }
 
-    // Alternating rounds, so drift on the machine (thermal, other load) hits both targets alike.
-    const rounds = new Map<string, RoundResult[]>(started.map((t) => [t.name, []]));
-    for (let round = 1; round <= options.rounds; round++) {
-      for (const target of started) {
-        const sampler = sampleRss(target.pid);
-        let result: LoadResult;
-        let maxRss: number;
-        try {
-          result = await load(target, options.duration);
-        } finally {
-          ({ maxRss } = sampler.stop());
-        }
-        target.assertAlive();
-        rounds.get(target.name)!.push({ round, ...result, maxRssBytes: maxRss });
-        process.stdout.write(
-          `round ${round}/${options.rounds} ${target.name.padEnd(8)} ${Math.round(result.requestsPerSec)} req/s, ` +
-            `p99 ${result.latencyMs.p99} ms, ${result.status200} x 200, ${result.errors + result.non2xx + result.mismatches} bad\n`,
-        );
-      }
-    }
-
-    const targets: Record<string, TargetReport> = {};
-    for (const target of started) {
-      targets[target.name] = summarize(warmups.get(target.name) ?? null, rounds.get(target.name)!, readRss(target.pid).peak);
-    }
-    const baselineRps = targets["baseline"]!.summary.requestsPerSecMean;
-    const ratio = baselineRps === 0 ? 0 : targets["ours"]!.summary.requestsPerSecMean / baselineRps;
-    const failures = findFailures(targets);
-
-    const report = {
+    const report: Record<string, unknown> = {
       startedAt: startedAt.toISOString(),
-      finishedAt: new Date().toISOString(),
-      ok: failures.length === 0,
-      failures,
-      // null rather than undefined, so the file says "server default" instead of dropping the key.
-      options: { ...options, workers: options.workers ?? null },
+      scenario: options.scenario,
+      options,
       environment: {
         node: process.version,
         platform: `${process.platform}-${process.arch}`,
@@ -122,23 +176,83 @@ async function bench(options: BenchOptions): Promise<number> {
         cpuModel: cpus()[0]?.model ?? "unknown",
         totalMemMb: Math.round(totalmem() / 1024 / 1024),
         serverVersion: server.version,
+        serverNodeFlags: server.nodeFlags,
         gitCommit: gitCommit(),
+        pinning: plan,
+        loadAverageBefore: loadBefore,
       },
-      request: { method: "POST", path: "/plants", body: '{"id":<unique>,"name":"Fern","tag":"fern"}' },
-      ratio: { requestsPerSec: ratio },
-      targets,
     };
+    let failures: string[];
+    let table: string;
+    if (options.scenario === "soak") {
+      const soak = await runSoak(options, load, started[0]!.target, (seconds, extra) => jobFor(started[0]!, seconds, extra), say);
+      report["soak"] = soak.report;
+      failures = soak.failures;
+      table = soak.table;
+    } else {
+      // Alternating rounds, so drift on the machine (thermal, other load) hits every target alike.
+      const rounds = new Map<string, RoundResult[]>(started.map((s) => [s.target.name, []]));
+      for (let round = 1; round <= options.rounds; round++) {
+        for (const s of started) {
+          const job = jobFor(s, options.duration, options.requests === undefined ? {} : { amount: options.requests });
+          const result = await measuredRun(load, s.target, targets, job);
+          rounds.get(s.target.name)!.push({ round, ...result });
+          say(
+            `round ${round}/${options.rounds} ${s.target.name}: ${Math.round(result.requestsPerSec)} req/s, ` +
+              `p99 ${result.latencyMs.p99} ms, ${result.status200} x 200, ${result.errors + result.non2xx + result.mismatches} bad, ` +
+              `${Math.round((result.serverCpuSec / Math.max(1, result.requests)) * 1e6)} µs CPU/req, ` +
+              `load gen ${Math.round((result.clientCpuSec / result.durationSec) * 100)}% CPU, others ${Math.round(result.othersCpuShare * 100)}%`,
+          );
+        }
+      }
+      const reports: Record<string, TargetReport> = {};
+      for (const s of started) {
+        const name = s.target.name;
+        reports[name] = summarize(s.target.cpus, warmups.get(name) ?? null, rounds.get(name)!, readRss(s.target.pid).peak);
+      }
+      report["targets"] = reports;
+      report["ratios"] = ratios(reports);
+      failures = findFailures(reports);
+      table = formatTargets(reports);
+    }
 
-    const out = options.out ?? join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
+    const loadAfter = loadAverage();
+    (report["environment"] as Record<string, unknown>)["loadAverageAfter"] = loadAfter;
+    await cleanUp();
+
+    let profiles: Record<string, ProfileSummary> | undefined;
+    if (profileDir !== undefined) {
+      profiles = {};
+      for (const variant of options.variants) {
+        const dir = join(profileDir, variant.name);
+        // One file per thread; the main thread (tid 0 in the name) is where requests are served.
+        const files = existsSync(dir) ? readdirSync(dir).filter((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) : [];
+        for (const file of files) profiles[`${variant.name} ${file}`] = summarizeProfile(join(dir, file));
+      }
+      report["profiles"] = { dir: profileDir, summaries: profiles };
+    }
+    report["finishedAt"] = new Date().toISOString();
+    report["ok"] = failures.length === 0;
+    report["failures"] = failures;
+
+    const out = options.out ?? join(RESULTS_DIR, `${stamp}.json`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
 
-    process.stdout.write(
-      `\nPOST /plants, ${options.connections} connections, ${options.rounds} x ${options.duration} s` +
-        ` (warm-up ${options.warmup} s), backend ${backend.name}, durability ${options.durability}` +
-        `${options.workers === undefined ? "" : `, workers ${options.workers}`}, ${cpus().length} CPUs\n\n`,
+    const what =
+      options.scenario === "list"
+        ? `GET /plants?limit=${options.limit}&after=<random>`
+        : `POST /plants (${options.ids} ids)`;
+    const length = options.requests === undefined ? `${options.duration} s` : `${options.requests.toLocaleString("en-US")} requests`;
+    say(
+      `\n${options.scenario}: ${what}, ${options.connections} connections, ` +
+        (options.scenario === "soak" ? `${options.duration} s` : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
+        `, backend ${options.backend}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
+        `, load average ${loadBefore.join(" ")} before, ${loadAfter.join(" ")} after\n`,
     );
-    process.stdout.write(`${formatTable(targets, ratio)}\nresults: ${out}\n`);
+    say(table);
+    if (profiles !== undefined) for (const [name, summary] of Object.entries(profiles)) say(`\n${formatProfile(summary, name)}`);
+    say(`\nresults: ${out}${profileDir === undefined ? "" : `\nprofiles: ${profileDir}`}`);
     if (failures.length > 0) {
       process.stderr.write(`\nFAILED: these numbers do not measure what they claim:\n  ${failures.join("\n  ")}\n`);
       return 1;
@@ -154,7 +268,7 @@ async function bench(options: BenchOptions): Promise<number> {
 try {
   const options = parseOptions(process.argv.slice(2));
   if (options === undefined) {
-    process.stdout.write(`${USAGE}\n`);
+    say(USAGE);
   } else {
     process.exitCode = await bench(options);
   }

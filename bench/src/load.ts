@@ -1,10 +1,26 @@
-import autocannon from "autocannon";
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { pinnedCommand, type CpuPlan } from "./cpu.ts";
+import type { HistogramData, LatencySummary } from "./histogram.ts";
+import type { RequestSpec } from "./scenarios.ts";
 
-export type LoadOptions = {
+const LOAD_PROCESS = fileURLToPath(new URL("./load-process.ts", import.meta.url));
+
+export type LoadJob = {
+  jobId: number;
   url: string;
   token: string;
   connections: number;
+  /** Seconds of load; ignored when `amount` is set. */
   durationSec: number;
+  /** Stop after this many responses instead of after a duration. */
+  amount?: number;
+  /** Requests per second over all connections (open-ish loop, for the soak); unset means as fast as answered. */
+  rate?: number;
+  /** Report counts and latency every this many seconds (the soak's intervals). */
+  intervalSec?: number;
+  spec: RequestSpec;
 };
 
 /** One autocannon run against one target, reduced to the numbers we report. */
@@ -18,52 +34,87 @@ export type LoadResult = {
   /** Connection errors, timeouts included. */
   errors: number;
   timeouts: number;
-  /** 2xx answers whose body was not the expected plant. */
+  /** 2xx answers whose body was not the expected one. */
   mismatches: number;
-  latencyMs: { p50: number; p99: number; max: number; mean: number };
+  latency: HistogramData;
+  latencyMs: LatencySummary;
+  /** CPU the load generator itself used: near one core's worth means it, not the server, was the limit. */
+  clientCpuSec: number;
 };
 
-export const EXPECTED_BODY = '{"name":"Fern","tag":"fern"}';
+export type IntervalReport = {
+  jobId: number;
+  atSec: number;
+  responses: number;
+  status200: number;
+  non2xx: number;
+  errors: number;
+  mismatches: number;
+  latencyMs: LatencySummary;
+};
 
-// One counter for the whole process: ids stay unique across targets, warm-up and rounds, so our
-// server never sees a repeated id and answers a replay (cheaper, and not what we mean to measure).
-let nextId = 1;
+export type LoadMessage =
+  | { type: "ready" }
+  | ({ type: "interval" } & IntervalReport)
+  | { type: "done"; jobId: number; result: LoadResult }
+  | { type: "failed"; jobId: number; error: string };
 
-export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const result = await autocannon({
-    url: options.url,
-    connections: options.connections,
-    duration: options.durationSec,
-    method: "POST",
-    headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json" },
-    // expectBody is refused together with `requests`; verifyBody does the same check.
-    verifyBody: (body) => body === EXPECTED_BODY,
-    requests: [
-      {
-        path: "/plants",
-        // Called for every request (a request with setupRequest is rebuilt each time it is sent).
-        setupRequest: (request) => {
-          request.body = `{"id":${nextId++},"name":"Fern","tag":"fern"}`;
-          return request;
-        },
-      },
-    ],
-  });
-  const requests = result.requests.total;
-  return {
-    durationSec: result.duration,
-    requests,
-    requestsPerSec: requests / result.duration,
-    status200: Number(result.statusCodeStats?.["200"]?.count ?? 0),
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    mismatches: result.mismatches,
-    latencyMs: {
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      max: result.latency.max,
-      mean: result.latency.average,
-    },
-  };
+/** The load process, started once per run (pinned to the load CPU) and given one job at a time. */
+export class LoadGenerator {
+  readonly #child: ChildProcess;
+  #nextJobId = 1;
+  #exited: string | undefined;
+
+  private constructor(child: ChildProcess) {
+    this.#child = child;
+    child.on("exit", (code, signal) => (this.#exited = `the load generator exited with ${signal ?? code}`));
+  }
+
+  static async start(plan: CpuPlan): Promise<LoadGenerator> {
+    const [command, args] = pinnedCommand(plan, plan.load, process.execPath, [LOAD_PROCESS]);
+    const child = spawn(command, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const [message] = (await Promise.race([
+      once(child, "message"),
+      once(child, "exit").then(() => {
+        throw new Error("the load generator exited before it was ready");
+      }),
+    ])) as [LoadMessage];
+    if (message.type !== "ready") throw new Error(`the load generator said ${message.type} first`);
+    return new LoadGenerator(child);
+  }
+
+  run(job: Omit<LoadJob, "jobId">, onInterval?: (report: IntervalReport) => void): Promise<LoadResult> {
+    if (this.#exited !== undefined) return Promise.reject(new Error(this.#exited));
+    const jobId = this.#nextJobId++;
+    return new Promise((resolve, reject) => {
+      const onMessage = (message: LoadMessage) => {
+        if (message.type === "interval" && message.jobId === jobId) onInterval?.(message);
+        if ((message.type === "done" || message.type === "failed") && message.jobId === jobId) {
+          settle();
+          if (message.type === "done") resolve(message.result);
+          else reject(new Error(`load generator: ${message.error}`));
+        }
+      };
+      const onExit = () => {
+        settle();
+        reject(new Error(this.#exited ?? "the load generator exited"));
+      };
+      const settle = () => {
+        this.#child.off("message", onMessage);
+        this.#child.off("exit", onExit);
+      };
+      this.#child.on("message", onMessage);
+      this.#child.once("exit", onExit);
+      this.#child.send({ ...job, jobId } satisfies LoadJob);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    const exited = once(this.#child, "exit");
+    this.#child.disconnect();
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
 }

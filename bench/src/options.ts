@@ -1,19 +1,45 @@
 import { parseArgs } from "node:util";
 import { BACKEND_NAMES } from "./backends.ts";
+import type { IdMode } from "./scenarios.ts";
 
 export type Durability = "full" | "normal";
+export type Scenario = "insert" | "list" | "soak";
+
+/** One configuration of our server; several in one run are measured side by side. */
+export type Variant = {
+  /** `ours`, or `ours[durability=normal]` etc. when a run compares several. */
+  name: string;
+  durability: Durability;
+  /** Passed to our server as PLANTSTORE_WORKERS when set; unset leaves the server's default. */
+  workers: number | undefined;
+  /** Plants stored before the server starts. */
+  prefill: number;
+};
 
 export type BenchOptions = {
-  /** Seconds per measured round. */
+  scenario: Scenario;
+  /** Seconds per measured round (the soak's whole length). */
   duration: number;
+  /** Responses per measured round instead of a duration (e.g. a million, for peak RSS). */
+  requests: number | undefined;
   rounds: number;
   connections: number;
   /** Seconds of load per target before the first round; not measured, but checked for errors. */
   warmup: number;
   backend: string;
-  durability: Durability;
-  /** Passed to our server as PLANTSTORE_WORKERS when set; unset leaves the server's default. */
-  workers: number | undefined;
+  variants: Variant[];
+  ids: IdMode;
+  /** Page size of the list scenario. */
+  limit: number;
+  /** Soak: requests per second; unset means rateFraction of a measured maximum. */
+  rate: number | undefined;
+  rateFraction: number;
+  /** Soak: seconds per reported interval. */
+  interval: number;
+  /** Pin server and load generator to different CPUs with taskset, when there are two or more. */
+  pin: boolean;
+  /** Profile our server (node --cpu-prof) and print its top costs. */
+  cpuProf: boolean;
   smoke: boolean;
   /** Where the JSON goes; default bench/results/<timestamp>.json. */
   out: string | undefined;
@@ -21,24 +47,51 @@ export type BenchOptions = {
 
 export const USAGE = `Usage: pnpm bench [options]
 
-  --duration <s>      seconds per round (default 10; smoke 2)
-  --rounds <n>        alternating rounds per target (default 3; smoke 1)
-  --connections <n>   concurrent connections (default 32; smoke 4)
-  --warmup <s>        warm-up seconds per target (default 3; smoke 0)
-  --backend <name>    storage for our server: sqlite (default)
-  --durability <d>    full | normal, passed as PLANTSTORE_DURABILITY (default full)
-  --workers <n>       passed as PLANTSTORE_WORKERS (default: unset)
-  --smoke             a short run proving the harness works
-  --out <file>        write the JSON here instead of bench/results/<timestamp>.json
-  --help              show this text`;
+  --scenario <s>        insert (default): POST /plants, every request a new id
+                        list: GET /plants?limit=100&after=<random cursor> from a prefilled store
+                        soak: steady POST /plants load at a fixed rate, reported per interval
+  --duration <s>        seconds per round (default 10; soak 300; smoke 1, soak smoke 4)
+  --requests <n>        responses per round instead of a duration (e.g. 1000000 for peak RSS)
+  --rounds <n>          alternating rounds per target (default 3; smoke 1)
+  --connections <n>     concurrent connections (default 32; smoke 4)
+  --warmup <s>          warm-up seconds per target (default 3; smoke 0)
+  --backend <name>      storage for our server: ${BACKEND_NAMES.join(", ")} (default sqlite)
+  --durability <d,...>  full | normal, passed as PLANTSTORE_DURABILITY (default full)
+  --workers <n,...>     passed as PLANTSTORE_WORKERS (default: unset, i.e. 1)
+  --prefill <n,...>     plants stored before the server starts (default 0; list 1000000; list smoke 2000)
+  --ids <mode>          sequential (default) | random: the ids of inserted and prefilled plants
+  --limit <n>           list page size (default 100)
+  --rate <n>            soak: requests per second (default: --rate-fraction of a measured maximum)
+  --rate-fraction <f>   soak: share of the measured maximum (default 0.7)
+  --interval <s>        soak: seconds per reported interval (default 10; smoke 1)
+  --no-pin              do not pin server and load generator to separate CPUs
+  --cpu-prof            profile our server (node --cpu-prof) and print its top costs
+  --smoke               a short run proving the harness works
+  --out <file>          write the JSON here instead of bench/results/<timestamp>.json
+  --help                show this text
+
+Options marked <x,...> take a comma-separated list: every combination becomes a target of its
+own, measured side by side in the same run (e.g. --durability full,normal --prefill 0,5000000).`;
 
 export class UsageError extends Error {}
 
-function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
-  if (raw === undefined) return fallback;
+function integer(name: string, raw: string, min: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new UsageError(`--${name} must be an integer >= ${min}, got ${raw}`);
   return value;
+}
+
+function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
+  return raw === undefined ? fallback : integer(name, raw, min);
+}
+
+function list<T>(name: string, raw: string | undefined, fallback: T[], parse: (item: string) => T): T[] {
+  if (raw === undefined) return fallback;
+  const items = raw.split(",").map((item) => item.trim());
+  if (items.some((item) => item.length === 0)) throw new UsageError(`--${name} has an empty item: ${raw}`);
+  const values = items.map(parse);
+  if (new Set(values).size !== values.length) throw new UsageError(`--${name} lists a value twice: ${raw}`);
+  return values;
 }
 
 /** Returns undefined for --help. Smoke only changes defaults, so `--smoke --connections 8` still works. */
@@ -49,13 +102,23 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       args: argv,
       strict: true,
       options: {
+        scenario: { type: "string" },
         duration: { type: "string" },
+        requests: { type: "string" },
         rounds: { type: "string" },
         connections: { type: "string" },
         warmup: { type: "string" },
         backend: { type: "string" },
         durability: { type: "string" },
         workers: { type: "string" },
+        prefill: { type: "string" },
+        ids: { type: "string" },
+        limit: { type: "string" },
+        rate: { type: "string" },
+        "rate-fraction": { type: "string" },
+        interval: { type: "string" },
+        "no-pin": { type: "boolean", default: false },
+        "cpu-prof": { type: "boolean", default: false },
         smoke: { type: "boolean", default: false },
         out: { type: "string" },
         help: { type: "boolean", default: false },
@@ -66,22 +129,73 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   }
   if (values.help) return undefined;
   const smoke = values.smoke;
-  const durability = values.durability ?? "full";
-  if (durability !== "full" && durability !== "normal") {
-    throw new UsageError(`--durability must be full or normal, got ${durability}`);
+  const scenario = values.scenario ?? "insert";
+  if (scenario !== "insert" && scenario !== "list" && scenario !== "soak") {
+    throw new UsageError(`--scenario must be insert, list or soak, got ${scenario}`);
   }
   const backend = values.backend ?? "sqlite";
   if (!BACKEND_NAMES.includes(backend)) {
     throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${backend}`);
   }
+  const ids = values.ids ?? "sequential";
+  if (ids !== "sequential" && ids !== "random") throw new UsageError(`--ids must be sequential or random, got ${ids}`);
+  if (scenario === "list" && ids !== "sequential") {
+    throw new UsageError("--scenario list needs --ids sequential: its cursors walk ids 1..prefill");
+  }
+
+  const durabilities = list<Durability>("durability", values.durability, ["full"], (d) => {
+    if (d !== "full" && d !== "normal") throw new UsageError(`--durability must be full or normal, got ${d}`);
+    return d;
+  });
+  const workers = list<number | undefined>("workers", values.workers, [undefined], (w) => integer("workers", w, 1));
+  const defaultPrefill = scenario === "list" ? (smoke ? 2_000 : 1_000_000) : 0;
+  const prefills = list("prefill", values.prefill, [defaultPrefill], (p) => integer("prefill", p, 0));
+  const limit = positiveInt("limit", values.limit, 100);
+  if (scenario === "list" && prefills.some((p) => p < limit)) {
+    throw new UsageError(`--scenario list needs --prefill of at least --limit (${limit}) plants`);
+  }
+  if (scenario === "soak" && durabilities.length * workers.length * prefills.length > 1) {
+    throw new UsageError("--scenario soak runs one configuration of our server; give single values");
+  }
+
+  const variants: Variant[] = [];
+  for (const durability of durabilities) {
+    for (const worker of workers) {
+      for (const prefill of prefills) {
+        const differs = [
+          durabilities.length > 1 ? `durability=${durability}` : "",
+          workers.length > 1 ? `workers=${worker ?? "default"}` : "",
+          prefills.length > 1 ? `prefill=${prefill}` : "",
+        ].filter((part) => part.length > 0);
+        variants.push({
+          name: differs.length === 0 ? "ours" : `ours[${differs.join(",")}]`,
+          durability,
+          workers: worker,
+          prefill,
+        });
+      }
+    }
+  }
+
+  const rateFraction = values["rate-fraction"] === undefined ? 0.7 : Number(values["rate-fraction"]);
+  if (!(rateFraction > 0 && rateFraction <= 1)) throw new UsageError(`--rate-fraction must be in (0, 1], got ${values["rate-fraction"]}`);
+  const soak = scenario === "soak";
   return {
-    duration: positiveInt("duration", values.duration, smoke ? 2 : 10),
+    scenario,
+    duration: positiveInt("duration", values.duration, soak ? (smoke ? 4 : 300) : smoke ? 1 : 10),
+    requests: values.requests === undefined ? undefined : integer("requests", values.requests, 1),
     rounds: positiveInt("rounds", values.rounds, smoke ? 1 : 3),
     connections: positiveInt("connections", values.connections, smoke ? 4 : 32),
     warmup: positiveInt("warmup", values.warmup, smoke ? 0 : 3, 0),
     backend,
-    durability,
-    workers: values.workers === undefined ? undefined : positiveInt("workers", values.workers, 1),
+    variants,
+    ids,
+    limit,
+    rate: values.rate === undefined ? undefined : integer("rate", values.rate, 1),
+    rateFraction,
+    interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
+    pin: !values["no-pin"],
+    cpuProf: values["cpu-prof"],
     smoke,
     out: values.out,
   };

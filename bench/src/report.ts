@@ -1,8 +1,21 @@
+import { LatencyHistogram, type LatencySummary } from "./histogram.ts";
 import type { LoadResult } from "./load.ts";
 
-export type RoundResult = LoadResult & { round: number; maxRssBytes: number };
+export type RoundResult = LoadResult & {
+  round: number;
+  /** Highest RSS of the server's process tree sampled during the round. */
+  maxRssBytes: number;
+  /** CPU seconds the server's process tree used during the round (all threads). */
+  serverCpuSec: number;
+  /** CPU seconds per thread name of the server's main process (main thread vs SQLite writer etc.). */
+  serverThreadsCpuSec: Record<string, number>;
+  /** Share of the machine's CPU time used by processes other than the server, load generator and harness. */
+  othersCpuShare: number;
+};
 
 export type TargetReport = {
+  /** The CPUs the server was pinned to, or null when unpinned. */
+  cpus: number[] | null;
   warmup: LoadResult | null;
   rounds: RoundResult[];
   summary: {
@@ -13,8 +26,13 @@ export type TargetReport = {
     non2xx: number;
     errors: number;
     mismatches: number;
-    /** Mean of the rounds' percentiles (autocannon gives no mergeable histogram); max is the max. */
-    latencyMs: { p50: number; p99: number; max: number };
+    /** Percentiles over every measured request of every round (merged histograms). */
+    latencyMs: LatencySummary;
+    /** Server CPU time per answered request: robust to a busy machine, unlike req/s. */
+    serverCpuUsPerRequest: number;
+    /** Load generator CPU over the rounds' wall time: near 1 means it was the limit. */
+    clientCpuShare: number;
+    othersCpuShareMean: number;
     /** Highest RSS sampled under load, and the kernel's high-water mark (VmHWM, start-up included). */
     peakRssMb: number;
     vmHwmMb: number;
@@ -25,23 +43,27 @@ const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((a, 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
-export function summarize(warmup: LoadResult | null, rounds: RoundResult[], vmHwmBytes: number): TargetReport {
+export function summarize(cpus: number[] | null, warmup: LoadResult | null, rounds: RoundResult[], vmHwmBytes: number): TargetReport {
+  const latency = new LatencyHistogram();
+  for (const round of rounds) latency.add(round.latency);
+  const requests = sum(rounds.map((r) => r.requests));
+  const wall = sum(rounds.map((r) => r.durationSec));
   return {
+    cpus,
     warmup,
     rounds,
     summary: {
       requestsPerSecMean: mean(rounds.map((r) => r.requestsPerSec)),
       requestsPerSecByRound: rounds.map((r) => r.requestsPerSec),
-      requests: sum(rounds.map((r) => r.requests)),
+      requests,
       status200: sum(rounds.map((r) => r.status200)),
       non2xx: sum(rounds.map((r) => r.non2xx)),
       errors: sum(rounds.map((r) => r.errors)),
       mismatches: sum(rounds.map((r) => r.mismatches)),
-      latencyMs: {
-        p50: mean(rounds.map((r) => r.latencyMs.p50)),
-        p99: mean(rounds.map((r) => r.latencyMs.p99)),
-        max: Math.max(0, ...rounds.map((r) => r.latencyMs.max)),
-      },
+      latencyMs: latency.summary(),
+      serverCpuUsPerRequest: requests === 0 ? 0 : (sum(rounds.map((r) => r.serverCpuSec)) / requests) * 1e6,
+      clientCpuShare: wall === 0 ? 0 : sum(rounds.map((r) => r.clientCpuSec)) / wall,
+      othersCpuShareMean: mean(rounds.map((r) => r.othersCpuShare)),
       peakRssMb: mb(Math.max(0, ...rounds.map((r) => r.maxRssBytes))),
       vmHwmMb: mb(vmHwmBytes),
     },
@@ -54,23 +76,73 @@ export function findFailures(targets: Record<string, TargetReport>): string[] {
   for (const [name, report] of Object.entries(targets)) {
     const runs: Array<[string, LoadResult]> = report.rounds.map((r) => [`round ${r.round}`, r]);
     if (report.warmup !== null) runs.unshift(["warm-up", report.warmup]);
-    for (const [label, run] of runs) {
-      if (run.errors > 0) failures.push(`${name} ${label}: ${run.errors} connection errors (${run.timeouts} timeouts)`);
-      if (run.non2xx > 0) failures.push(`${name} ${label}: ${run.non2xx} non-2xx responses`);
-      if (run.mismatches > 0) failures.push(`${name} ${label}: ${run.mismatches} responses with an unexpected body`);
-    }
+    for (const [label, run] of runs) failures.push(...runFailures(`${name} ${label}`, run));
     if (report.summary.status200 === 0) failures.push(`${name}: answered no 200 in the measured rounds`);
   }
   return failures;
 }
 
-const int = (n: number) => Math.round(n).toLocaleString("en-US");
-const ms = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+export function runFailures(label: string, run: Pick<LoadResult, "errors" | "timeouts" | "non2xx" | "mismatches">): string[] {
+  const failures: string[] = [];
+  if (run.errors > 0) failures.push(`${label}: ${run.errors} connection errors (${run.timeouts} timeouts)`);
+  if (run.non2xx > 0) failures.push(`${label}: ${run.non2xx} non-2xx responses`);
+  if (run.mismatches > 0) failures.push(`${label}: ${run.mismatches} responses with an unexpected body`);
+  return failures;
+}
 
-/** A plain-text table, one line per target, plus the ratio line. */
-export function formatTable(targets: Record<string, TargetReport>, ratio: number): string {
-  const header = ["target", "req/s mean", "req/s by round", "p50 ms", "p99 ms", "max ms", "200s", "errors", "non-2xx", "peak RSS MB"];
-  const rows = Object.entries(targets).map(([name, { summary: s }]) => [
+export type Ratio = { name: string; against: string; requestsPerSec: number; p99: number };
+
+/** Each of our targets against the baseline, and against the first of ours when there are several. */
+export function ratios(targets: Record<string, TargetReport>): Ratio[] {
+  const result: Ratio[] = [];
+  const ours = Object.keys(targets).filter((name) => name !== "baseline");
+  const compare = (name: string, against: string) => {
+    const a = targets[name]!.summary;
+    const b = targets[against]!.summary;
+    result.push({
+      name,
+      against,
+      requestsPerSec: b.requestsPerSecMean === 0 ? 0 : a.requestsPerSecMean / b.requestsPerSecMean,
+      p99: b.latencyMs.p99 === 0 ? 0 : a.latencyMs.p99 / b.latencyMs.p99,
+    });
+  };
+  if (targets["baseline"] !== undefined) for (const name of ours) compare(name, "baseline");
+  for (const name of ours.slice(1)) compare(name, ours[0]!);
+  return result;
+}
+
+const int = (n: number) => Math.round(n).toLocaleString("en-US");
+const ms = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+const pct = (share: number) => `${Math.round(share * 100)}%`;
+
+export function formatTable(header: string[], rows: string[][], textColumns: number[]): string {
+  const table = [header, ...rows];
+  const widths = header.map((_, col) => Math.max(...table.map((row) => (row[col] ?? "").length)));
+  // Text columns left-aligned, numbers right-aligned, as a reader scans them.
+  const line = (row: string[]) =>
+    row.map((cell, col) => (textColumns.includes(col) ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+/** A plain-text table, one line per target, plus the ratio lines. */
+export function formatTargets(targets: Record<string, TargetReport>): string {
+  const header = [
+    "target",
+    "req/s mean",
+    "req/s by round",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "200s",
+    "errors",
+    "non-2xx",
+    "CPU µs/req",
+    "load gen CPU",
+    "others' CPU",
+    "peak RSS MB",
+    "pinned to",
+  ];
+  const rows = Object.entries(targets).map(([name, { cpus, summary: s }]) => [
     name,
     int(s.requestsPerSecMean),
     s.requestsPerSecByRound.map(int).join(" / "),
@@ -80,12 +152,15 @@ export function formatTable(targets: Record<string, TargetReport>, ratio: number
     int(s.status200),
     int(s.errors + s.mismatches),
     int(s.non2xx),
+    int(s.serverCpuUsPerRequest),
+    pct(s.clientCpuShare),
+    pct(s.othersCpuShareMean),
     `${s.peakRssMb} (hwm ${s.vmHwmMb})`,
+    cpus === null ? "-" : `cpu ${cpus.join(",")}`,
   ]);
-  const table = [header, ...rows];
-  const widths = header.map((_, col) => Math.max(...table.map((row) => row[col]!.length)));
-  // Text columns left-aligned, numbers right-aligned, as a reader scans them.
-  const line = (row: string[]) =>
-    row.map((cell, col) => (col <= 0 || col === 2 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ");
-  return [line(header), ...rows.map(line), "", `ours/baseline req/s: ${ratio.toFixed(3)}`].join("\n");
+  const lines = [formatTable(header, rows, [0, 2, 13]), ""];
+  for (const r of ratios(targets)) {
+    lines.push(`${r.name} / ${r.against}: req/s ${r.requestsPerSec.toFixed(3)}, p99 ${r.p99.toFixed(2)}x`);
+  }
+  return lines.join("\n");
 }

@@ -1,13 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { once } from "node:events";
 import { createServer, type AddressInfo } from "node:net";
+import { pinnedCommand, processTree, type CpuPlan } from "./cpu.ts";
 
 /** A server under test, running as a child process we can measure and stop. */
 export type Target = {
   name: string;
   url: string;
   pid: number;
+  /** The CPUs it is pinned to, or null when it runs unpinned. */
+  cpus: number[] | null;
   /** Throws if the process has died since it started (its output tail in the message). */
   assertAlive(): void;
   stop(): Promise<void>;
@@ -27,15 +30,21 @@ export type StartOptions = {
   port?: number;
   /** How many "url" lines mean ready: one per worker process. */
   listeners?: number;
+  /** Pin to these CPUs (with the plan's taskset); unset runs unpinned. */
+  cpus?: { plan: CpuPlan; cpus: number[] };
+  /** Extra node flags, e.g. --cpu-prof. */
+  nodeFlags?: string[];
 };
 
 export async function startTarget(
   name: string,
   args: string[],
   env: Record<string, string>,
-  { port = 0, listeners = 1 }: StartOptions = {},
+  { port = 0, listeners = 1, cpus, nodeFlags = [] }: StartOptions = {},
 ): Promise<Target> {
-  const child = spawn(process.execPath, args, {
+  const nodeArgs = [...nodeFlags, ...args];
+  const [command, commandArgs] = cpus === undefined ? [process.execPath, nodeArgs] : pinnedCommand(cpus.plan, cpus.cpus, process.execPath, nodeArgs);
+  const child = spawn(command, commandArgs, {
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -80,6 +89,7 @@ export async function startTarget(
     name,
     url,
     pid: child.pid!,
+    cpus: command === "taskset" && cpus !== undefined ? cpus.cpus : null,
     assertAlive() {
       if (exited !== undefined) throw new Error(`${name} ${exited} during the run; output:\n${tail}`);
     },
@@ -94,29 +104,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
   await exit;
   clearTimeout(timer);
-}
-
-/**
- * The pid and all its descendants (a clustered server's workers). Found by parent pid in
- * /proc/<pid>/stat, because /proc/<pid>/task/<tid>/children is missing on some kernels.
- */
-function processTree(root: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command name may hold spaces and parentheses; the parent pid is the 2nd field after its last ")".
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // The process ended between listing and reading.
-    }
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) {
-    for (const [pid, parent] of parentOf) if (parent === tree[i]) tree.push(pid);
-  }
-  return tree;
 }
 
 /**

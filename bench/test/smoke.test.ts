@@ -4,38 +4,59 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 
 const BENCH = fileURLToPath(new URL("../src/bench.ts", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "plantstore-bench-test-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-type Summary = { requests: number; status200: number };
+type Summary = { requests: number; status200: number; serverCpuUsPerRequest: number };
 
-// Proves the harness runs end to end against the built server; speed is never asserted, as
-// it depends on the machine and whatever else runs on it.
-describe("pnpm bench --smoke (the harness, as a process)", () => {
-  it("exits 0 and writes a result with both targets answering 200s", { timeout: 90_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-bench-test-"));
-    const out = join(dir, "result.json");
-    try {
-      const child = spawn(process.execPath, [BENCH, "--smoke", "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
-      let output = "";
-      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      const [code] = (await once(child, "exit")) as [number | null];
-      expect(code, output).toBe(0);
+/** Runs the harness as a process, expects exit 0, and returns its JSON result. */
+async function runBench(name: string, args: string[]): Promise<Record<string, unknown> & { ok: boolean }> {
+  const out = join(dir, `${name}.json`);
+  const child = spawn(process.execPath, [BENCH, "--smoke", ...args, "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  expect(code, output).toBe(0);
+  const result = JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown> & { ok: boolean };
+  expect(result.ok, output).toBe(true);
+  return result;
+}
 
-      const result = JSON.parse(readFileSync(out, "utf8")) as {
-        ok: boolean;
-        targets: Record<string, { summary: Summary }>;
-      };
-      expect(result.ok).toBe(true);
-      expect(Object.keys(result.targets).sort()).toEqual(["baseline", "ours"]);
-      for (const { summary } of Object.values(result.targets)) {
-        expect(summary.requests).toBeGreaterThan(0);
-        expect(summary.status200).toBe(summary.requests);
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+// Proves the harness runs end to end against the built server, in every scenario; speed is never
+// asserted, as it depends on the machine and whatever else runs on it.
+// Concurrent: each is mostly waiting on start-up and its 1 s rounds, and none asserts a speed.
+describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
+  it("insert: measures the baseline and each variant, here an empty and a prefilled store", { timeout: 90_000 }, async () => {
+    const result = await runBench("insert", ["--prefill", "0,500"]);
+    const targets = result["targets"] as Record<string, { summary: Summary }>;
+    expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[prefill=0]", "ours[prefill=500]"]);
+    for (const { summary } of Object.values(targets)) {
+      expect(summary.requests).toBeGreaterThan(0);
+      expect(summary.status200).toBe(summary.requests);
     }
+    expect(targets["ours[prefill=0]"]!.summary.serverCpuUsPerRequest).toBeGreaterThan(0);
+    const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+    expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[prefill=500] / ours[prefill=0]");
+  });
+
+  it("list: pages through a prefilled store with full pages only", { timeout: 90_000 }, async () => {
+    const result = await runBench("list", ["--scenario", "list", "--prefill", "300", "--limit", "50"]);
+    const targets = result["targets"] as Record<string, { summary: Summary }>;
+    // Every 200 carried a full page of 50 (a short or malformed page counts as a mismatch and fails the run).
+    expect(targets["ours"]!.summary.status200).toBeGreaterThan(0);
+    expect(targets["ours"]!.summary.status200).toBe(targets["ours"]!.summary.requests);
+  });
+
+  it("soak: reports every interval with its RSS", { timeout: 90_000 }, async () => {
+    const result = await runBench("soak", ["--scenario", "soak", "--duration", "3", "--rate", "100"]);
+    const soak = result["soak"] as { targetRatePerSec: number; intervals: Array<{ rssMb: number; status200: number }> };
+    expect(soak.targetRatePerSec).toBe(100);
+    expect(soak.intervals.length).toBeGreaterThanOrEqual(2);
+    for (const interval of soak.intervals) expect(interval.rssMb).toBeGreaterThan(0);
+    expect(soak.intervals.reduce((total, i) => total + i.status200, 0)).toBeGreaterThan(0);
   });
 });

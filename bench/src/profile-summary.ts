@@ -11,6 +11,7 @@ type Node = {
 };
 type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
 
+/** `share` is of the busy (non-idle) time: what a request path costs, whatever the load. */
 export type ProfileEntry = { name: string; selfMs: number; share: number };
 export type ProfileSummary = { totalMs: number; idleShare: number; functions: ProfileEntry[]; packages: ProfileEntry[] };
 
@@ -44,18 +45,20 @@ export function summarizeProfile(path: string, top = 25): ProfileSummary {
     const pkg = url === "" ? functionName : packageOf(url);
     packages.set(pkg, (packages.get(pkg) ?? 0) + us);
   }
+  const busy = total - idle;
   const rank = (map: Map<string, number>) =>
     [...map]
+      .filter(([name]) => name !== "(idle)")
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
-      .map(([name, us]) => ({ name, selfMs: Math.round(us / 100) / 10, share: total === 0 ? 0 : us / total }));
+      .map(([name, us]) => ({ name, selfMs: Math.round(us / 100) / 10, share: busy === 0 ? 0 : us / busy }));
   return { totalMs: total / 1000, idleShare: total === 0 ? 0 : idle / total, functions: rank(functions), packages: rank(packages) };
 }
 
 export function formatProfile(summary: ProfileSummary, title: string): string {
   const pct = (share: number) => `${(share * 100).toFixed(1).padStart(5)}%`;
   const lines = [`${title}: ${Math.round(summary.totalMs)} ms sampled, ${pct(summary.idleShare).trim()} idle`];
-  lines.push("  self time by function:");
+  lines.push("  self time by function (share of busy time):");
   for (const f of summary.functions) lines.push(`    ${pct(f.share)}  ${f.name}`);
   lines.push("  self time by package:");
   for (const p of summary.packages) lines.push(`    ${pct(p.share)}  ${p.name}`);

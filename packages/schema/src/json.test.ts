@@ -29,3 +29,85 @@ describe("stringifyJsonLossless", () => {
     expect(parseJsonLossless(stringifyJsonLossless(value))).toEqual(value);
   });
 });
+
+/** The reviver-only parse, as it was before the fast path: the fast path must agree with it exactly. */
+function reference(text: string): unknown {
+  return JSON.parse(text, (_key, value, context?: { source?: string }) =>
+    typeof value === "number" && context?.source !== undefined && /^-?(?:0|[1-9]\d*)$/.test(context.source)
+      ? BigInt(context.source)
+      : value,
+  );
+}
+
+describe("parseJsonLossless fast path (plain JSON.parse when every number is a short integer)", () => {
+  const cases = [
+    '{"id":123,"name":"Fern","tag":"fern"}',
+    '{"a":[1,[2,{"b":-3}]],"s":"1.5e3 \\" 7.0 -12 \\\\","t":"\\u0031e5"}',
+    '  { "a" : 12 , "b":"\\\\" , "c" : [ ] }  ',
+    "[-0, 0, 7, 999999999999999, -999999999999999]",
+    "[9999999999999999, 9007199254740993, -9223372036854775808]",
+    '{"x":1.0,"y":1e3,"z":-2E-1,"w":7}',
+    '{"x":true,"y":false,"z":null,"n":12}',
+    '"just a string with 1.5 inside"',
+    "42",
+    "[]",
+  ];
+  for (const text of cases) {
+    it(`agrees with the reviver on ${text}`, () => {
+      expect(parseJsonLossless(text)).toStrictEqual(reference(text));
+    });
+  }
+
+  it("keeps an own __proto__ key as data, never as the prototype", () => {
+    const parsed = parseJsonLossless('{"__proto__":{"polluted":1},"id":5}') as Record<string, unknown>;
+    expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(parsed, "__proto__")?.value).toEqual({ polluted: 1n });
+    expect(parsed["id"]).toBe(5n);
+    expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
+  });
+
+  it("still refuses what JSON.parse refuses", () => {
+    for (const text of ['{"a":01}', '{"a":-}', '{"a":1', "", '{"a":"unterminated}']) {
+      expect(() => parseJsonLossless(text), text).toThrow(SyntaxError);
+    }
+  });
+});
+
+describe("stringifyJsonLossless without a replacer", () => {
+  const replaced = (value: unknown) =>
+    JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? (JSON as unknown as { rawJSON(t: string): unknown }).rawJSON(v.toString()) : v));
+
+  it("writes the same text as the replacer for plain data", () => {
+    const values: unknown[] = [
+      { name: "Fern", tag: "fern" },
+      Array.from({ length: 5 }, (_, i) => ({ id: BigInt(i) * 2n ** 62n, name: `p${i}`, tag: i % 2 ? undefined : "t" })),
+      { nested: { list: [1n, [2n, { deep: -3n }]], n: 1.5, s: "x", skip: undefined, nil: null } },
+      Object.assign(Object.create(null) as Record<string, unknown>, { id: 9n }),
+      [undefined, () => 1, 3n],
+      7n,
+      "text",
+    ];
+    for (const value of values) expect(stringifyJsonLossless(value)).toBe(replaced(value));
+  });
+
+  it("leaves class instances and toJSON to JSON.stringify's own rules", () => {
+    const date = new Date(0);
+    expect(stringifyJsonLossless({ at: date, id: 1n })).toBe(`{"at":"${date.toISOString()}","id":1}`);
+    expect(stringifyJsonLossless({ toJSON: () => ({ id: 2n }) })).toBe('{"id":2}');
+  });
+
+  it("keeps an own __proto__ key as data", () => {
+    const value = JSON.parse('{"__proto__":1,"id":0}') as Record<string, unknown>;
+    value["id"] = 5n;
+    expect(stringifyJsonLossless(value)).toBe('{"__proto__":1,"id":5}');
+    const withBigProto = JSON.parse('{"__proto__":0}') as Record<string, unknown>;
+    Object.defineProperty(withBigProto, "__proto__", { value: 3n, enumerable: true });
+    expect(stringifyJsonLossless(withBigProto)).toBe('{"__proto__":3}');
+  });
+
+  it("does not change the value it writes", () => {
+    const value = { id: 1n, list: [2n] };
+    stringifyJsonLossless(value);
+    expect(value).toStrictEqual({ id: 1n, list: [2n] });
+  });
+});

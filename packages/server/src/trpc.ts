@@ -34,7 +34,8 @@ export const protectedProcedure = t.procedure.use(({ ctx, meta, next }) => {
   if (missing.length > 0) {
     throw toTRPCError(new ApiError("INSUFFICIENT_SCOPE", `this operation needs the scope ${missing.join(" ")}`));
   }
-  return next({ ctx: { ...ctx, principal } });
+  // Only what changes: tRPC merges it over the current ctx itself (spreading ctx here too would copy it twice).
+  return next({ ctx: { principal } });
 });
 
 export { TRPCError };

@@ -28,6 +28,31 @@ export function assertJsonContentType(header: string | undefined): void {
 
 type RawBodyFailure = { type?: string };
 
+function rawBodyError(error: unknown, limit: number): ApiError {
+  const type = (error as RawBodyFailure).type;
+  if (type === "entity.too.large") return new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
+  if (type === "request.size.invalid") return new ApiError("BAD_REQUEST", "the body length does not match Content-Length");
+  return new ApiError("BAD_REQUEST", "the body could not be read", { cause: error });
+}
+
+/**
+ * The body, when all of it has already arrived: a small body comes in the same packet as the
+ * headers, and Node has parsed and buffered it by the time the handler awaits. Taking it from the
+ * stream's buffer in one read skips raw-body's listeners and promise, a measurable share of a
+ * request. The parser hands a request exactly Content-Length body bytes, so that many buffered is
+ * all of it (`req.complete` may still be false: it is set a callback later). Anything else
+ * (chunked, still arriving) goes through raw-body.
+ */
+function takeArrivedBody(req: IncomingMessage, declared: string | undefined): Buffer | undefined {
+  if (declared === undefined || req.readableFlowing === true || req.readableEncoding !== null) return undefined;
+  const length = Number(declared);
+  if (length === 0 || req.readableLength !== length) return undefined;
+  const bytes = req.read() as Buffer | null;
+  if (bytes === null) return undefined;
+  if (bytes.length !== length) throw new ApiError("BAD_REQUEST", "the body length does not match Content-Length");
+  return bytes;
+}
+
 /**
  * Reads the whole body within `limit` bytes and parses it as a JSON object, keeping integer
  * literals exact (`bigint`). Every failure is a catalogued ApiError.
@@ -37,18 +62,16 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   if (declared !== undefined && Number(declared) > limit) {
     throw new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
   }
-  let bytes: Buffer;
-  try {
-    bytes = await getRawBody(req, { limit, length: declared ?? null });
-  } catch (error) {
-    const type = (error as RawBodyFailure).type;
-    if (type === "entity.too.large") throw new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
-    if (type === "request.size.invalid") {
-      throw new ApiError("BAD_REQUEST", "the body length does not match Content-Length");
+  let bytes: Buffer | undefined = takeArrivedBody(req, declared);
+  if (bytes === undefined) {
+    try {
+      bytes = await getRawBody(req, { limit, length: declared ?? null });
+    } catch (error) {
+      throw rawBodyError(error, limit);
     }
-    throw new ApiError("BAD_REQUEST", "the body could not be read", { cause: error });
   }
   if (bytes.length === 0) throw new ApiError("EMPTY_BODY", "the body is empty; send a JSON object");
+
   let text: string;
   try {
     text = utf8.decode(bytes);

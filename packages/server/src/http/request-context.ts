@@ -15,6 +15,10 @@ export type RequestState = { requestId: string; route: string };
  * status and the duration, not headers or bodies.
  */
 export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware {
+  // The access line carries only the fields below, none of which can hold a secret, so it skips
+  // the logger's redaction (a second line of defence for everything else): redaction walked every
+  // line's keys and was a sixth of the bytes allocated per request.
+  const access = logger.child({}, { redact: { paths: [] } });
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get("x-request-id");
@@ -30,7 +34,7 @@ export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware
       const status = ctx.status;
       metrics.requests.inc({ route: state.route, method: ctx.method, status });
       metrics.requestDuration.observe({ route: state.route, method: ctx.method }, seconds);
-      logger.info(
+      access.info(
         { reqId: requestId, method: ctx.method, route: state.route, status, ms: Math.round(seconds * 1e5) / 100 },
         "request",
       );

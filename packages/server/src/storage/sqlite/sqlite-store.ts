@@ -176,7 +176,9 @@ export class SqliteStore implements PlantStore, WebhookQueue {
 
   #writerThread(): Worker {
     if (this.#writer !== undefined) return this.#writer;
-    const writer = new Worker(WRITER_URL, { workerData: this.#init });
+    // A small young generation: the writer allocates little per batch, and the default lets its
+    // semi-spaces grow to tens of MB of resident memory over a long run.
+    const writer = new Worker(WRITER_URL, { workerData: this.#init, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     writer.on("message", (result: BatchResult) => this.#settle(result));
     writer.on("error", (error) => this.#writerDied(error));
     writer.on("exit", (code) => {

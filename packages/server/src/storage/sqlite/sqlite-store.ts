@@ -36,6 +36,22 @@ export type SqliteStoreOptions = {
 };
 
 type PlantRow = { id: bigint; name: string; tag: string | null };
+type PlantRowArray = [id: bigint, name: string, tag: string | null];
+
+/**
+ * Rows as arrays where node:sqlite can (Node >= 22.16): no object with named keys built per row
+ * only to be copied into a plant. A page of 101 rows took about half the time this way.
+ */
+function rowsAsArrays(statement: StatementSync): StatementSync {
+  const withArrays = statement as StatementSync & { setReturnArrays?: (enabled: boolean) => void };
+  withArrays.setReturnArrays?.(true);
+  return statement;
+}
+
+function plantFromRow(row: PlantRowArray | PlantRow): NewPlant {
+  const [id, name, tag] = Array.isArray(row) ? row : [row.id, row.name, row.tag];
+  return tag === null ? { id, name } : { id, name, tag };
+}
 
 type Pending = {
   op: WriteOp;
@@ -81,10 +97,10 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     // One statement per filter combination, so each uses its index (the primary key, or (tag, id)).
     const columns = "SELECT id, name, tag FROM plants";
     this.#listStatements = {
-      all: db.prepare(`${columns} ORDER BY id LIMIT ?`),
-      after: db.prepare(`${columns} WHERE id > ? ORDER BY id LIMIT ?`),
-      tag: db.prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`),
-      tagAfter: db.prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`),
+      all: rowsAsArrays(db.prepare(`${columns} ORDER BY id LIMIT ?`)),
+      after: rowsAsArrays(db.prepare(`${columns} WHERE id > ? ORDER BY id LIMIT ?`)),
+      tag: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`)),
+      tagAfter: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`)),
     };
     this.#maxBatchSize = options.maxBatchSize ?? 1024;
     this.#onCommit = options.onCommit;
@@ -241,8 +257,8 @@ export class SqliteStore implements PlantStore, WebhookQueue {
         : after === undefined
           ? statements.tag.all(tag, limit)
           : statements.tagAfter.all(tag, after, limit)
-    ) as PlantRow[];
-    return rows.map((row) => (row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag }));
+    ) as Array<PlantRowArray | PlantRow>;
+    return rows.map(plantFromRow);
   }
 
   async ping(): Promise<void> {

@@ -53,7 +53,8 @@ export function run(command: string, args: readonly string[], options: { cwd: st
       { cwd: options.cwd, env: options.env ?? cleanEnv(), timeout: options.timeoutMs ?? 180_000, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null && typeof error.code !== "number") {
-          reject(new Error(`${command} ${args.join(" ")} failed to run: ${error.message}\n${stderr}`));
+          const why = error.killed ? `was stopped after ${(options.timeoutMs ?? 180_000) / 1000} s` : `failed to run: ${error.message}`;
+          reject(new Error(`${command} ${args.join(" ")} ${why}\n${stdout}\n${stderr}`));
           return;
         }
         resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });

@@ -3,13 +3,15 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from "node:net";
 
 export type Received = { headers: IncomingHttpHeaders; body: string; at: number };
+type Answer = { status: number; headers?: Record<string, string> };
 
 /**
  * A real HTTP receiver on loopback. `answer` decides each response from the request's number
- * (1-based); returning `"hang"` leaves the request unanswered (until the receiver closes).
+ * (1-based), at once or when a returned promise settles; `"hang"` leaves the request unanswered
+ * until the receiver closes.
  */
 export async function startReceiver(
-  answer: (n: number, r: Received) => { status: number; headers?: Record<string, string> } | "hang",
+  answer: (n: number, r: Received) => Answer | "hang" | Promise<Answer>,
   port = 0,
 ) {
   const received: Received[] = [];
@@ -18,7 +20,7 @@ export async function startReceiver(
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
+    req.on("end", async () => {
       const r = { headers: req.headers, body, at: Date.now() };
       received.push(r);
       const decided = answer(received.length, r);
@@ -26,7 +28,8 @@ export async function startReceiver(
         hanging.push(res);
         return;
       }
-      res.writeHead(decided.status, decided.headers);
+      const { status, headers } = await decided;
+      res.writeHead(status, headers);
       res.end();
     });
   });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { Client, TypeOverrides } from "pg";
+import { Client, Pool, TypeOverrides } from "pg";
 
 /**
  * Which database the behaviour suite runs against. The same tests run once per backend (see the
@@ -70,11 +70,15 @@ function createSqliteDatabase(): TestDatabase {
   };
 }
 
-/** A client with int8 read as BigInt, like the server's, so rows compare exactly. */
-export function postgresClient(url: string): Client {
+function exactTypes(): TypeOverrides {
   const types = new TypeOverrides();
   types.setTypeParser(20, (text: string) => BigInt(text));
-  return new Client({ connectionString: url, types, application_name: "plantstore-test", connectionTimeoutMillis: 5_000 });
+  return types;
+}
+
+/** A client with int8 read as BigInt, like the server's, so rows compare exactly. */
+export function postgresClient(url: string): Client {
+  return new Client({ connectionString: url, types: exactTypes(), application_name: "plantstore-test", connectionTimeoutMillis: 5_000 });
 }
 
 /** The scratch database's URL: the admin URL with another database name. */
@@ -100,19 +104,15 @@ async function createPostgresDatabase(): Promise<TestDatabase> {
   // template0: nobody connects to it, so concurrent creations never collide on "source database in use".
   await withAdminClient((admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8'`));
   const url = urlForDatabase(name);
-  let reader: Client | undefined;
-  const read = async <R>(sql: string, params: unknown[]): Promise<R[]> => {
-    if (reader === undefined) {
-      reader = postgresClient(url);
-      await reader.connect();
-    }
-    return (await reader.query(sql, params)).rows as R[];
-  };
+  // The test's own connections, apart from the server's; application_name keeps them out of fault injection.
+  const reader = new Pool({ connectionString: url, types: exactTypes(), application_name: "plantstore-test", max: 2 });
+  reader.on("error", () => undefined);
+  const read = async <R>(sql: string, params: unknown[]): Promise<R[]> => (await reader.query(sql, params)).rows as R[];
   let disposed = false;
   const dispose = async () => {
     if (disposed) return;
     disposed = true;
-    await reader?.end().catch(() => undefined);
+    await reader.end().catch(() => undefined);
     // FORCE: a server process a test killed may still hold connections for a moment.
     await withAdminClient((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   };

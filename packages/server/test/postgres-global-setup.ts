@@ -26,6 +26,7 @@ export default async function setup(): Promise<void> {
         "Point it elsewhere with PLANTSTORE_TEST_POSTGRES_URL=postgres://user@host:port/db, or run the SQLite pass only:",
         "  pnpm --filter @plantstore/server test:sqlite",
       ].join("\n"),
+      { cause: error },
     );
   }
 }

@@ -138,11 +138,9 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
     const { database, proxy, server } = await serverBehindProxy();
     expect(await readyz(server)).toBe(200);
     const load = startLoad(server);
-    let outageStarted = 0;
-    let recovered = 0;
+    let recovered: number | undefined;
     try {
       await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "some 200s before the outage");
-      outageStarted = Date.now();
       if (fault === "cut") proxy.cut();
       else proxy.blackhole();
       // readyz notices within the bound, and stays 503 while the outage lasts.
@@ -164,7 +162,6 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
     expect(slowest).toBeLessThan(WORST_CASE_MS + SLACK_MS);
     await checkAnswers(database, load.answers);
     expect(recovered).toBeLessThan(8_000);
-    expect(Date.now() - outageStarted).toBeGreaterThan(0);
     expect(server.child.exitCode).toBeNull();
   }, 90_000);
 });

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { Agent, request } from "node:http";
+import { createServer, request, type Agent, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 

@@ -1,6 +1,6 @@
 import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { rawRequest } from "../harness.ts";
+import { expectErrorShape, rawRequest } from "../harness.ts";
 import { createTestDatabase, TEST_POSTGRES_URL, withAdminClient, type TestDatabase } from "../test-database.ts";
 import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
 import { startTcpProxy } from "./tcp-proxy.ts";
@@ -145,6 +145,16 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
       else proxy.blackhole();
       // readyz notices within the bound, and stays 503 while the outage lasts.
       await until(async () => (await readyz(server)) === 503, WORST_CASE_MS + SLACK_MS, "readyz 503 during the outage");
+      // A request now gets the catalogued 503, told when to retry, with nothing internal in it.
+      const refused = await rawRequest(server.url, {
+        method: "POST",
+        path: "/plants",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: '{"id":-1,"name":"during"}',
+      });
+      expectErrorShape(refused, 503, 50300);
+      expect(refused.headers["retry-after"]).toBe("1");
+      expect(refused.text).not.toMatch(/ECONN|timeout|terminated|127\.0\.0\.1|postgres/i);
       await new Promise((r) => setTimeout(r, 2_500));
       expect(await readyz(server)).toBe(503);
       proxy.restore();

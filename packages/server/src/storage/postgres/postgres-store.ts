@@ -179,7 +179,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       const existing = pending.filter((p) => !created.has(p.id));
       if (existing.length === 0) break;
       const rows = await this.#withRetry(() =>
-        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = ANY($1::bigint[])", [existing.map((p) => p.id)]),
+        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = ANY($1::bigint[])", [existing.map((p) => p.id)], "plants_existing"),
       );
       for (const row of rows) result.set(row.id, { name: row.name, tag: row.tag, created: false });
       // Gone again in between (deleted by someone else): try to insert those once more.
@@ -198,7 +198,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
         plants.map(() => newMessageId()),
         plants.map((p) => newPlantPayload(p)),
         now,
-      ]),
+      ], "plants_insert_batch"),
     );
     const created = new Set<bigint>();
     let events = 0n;
@@ -227,13 +227,13 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     if (this.#closed) throw new Error("the store is closed");
-    const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id]);
+    const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete");
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
     if (this.#closed) throw new Error("the store is closed");
-    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id]));
+    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"));
     const row = rows[0];
     if (row === undefined) return undefined;
     return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
@@ -242,15 +242,15 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
     if (this.#closed) throw new Error("the store is closed");
     // Four plain statements rather than `($1 IS NULL OR …)`, so each one is planned for its index.
-    const [text, values] =
+    const [name, text, values] =
       tag === undefined
         ? after === undefined
-          ? ["SELECT id, name, tag FROM plants ORDER BY id LIMIT $1", [limit]]
-          : ["SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2", [after, limit]]
+          ? ["plants_list", "SELECT id, name, tag FROM plants ORDER BY id LIMIT $1", [limit]]
+          : ["plants_list_after", "SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2", [after, limit]]
         : after === undefined
-          ? ["SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2", [tag, limit]]
-          : ["SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3", [tag, after, limit]];
-    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values));
+          ? ["plants_list_tag", "SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2", [tag, limit]]
+          : ["plants_list_tag_after", "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3", [tag, after, limit]];
+    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
     return rows.map((row) => (row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag }));
   }
 

@@ -22,6 +22,8 @@ export class PostgresWebhookQueue {
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
                       WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1) AS due`,
       [now],
+      // Every instance polls this twice a second: prepare it once per connection.
+      "webhook_due",
     );
     return rows[0]?.due === true;
   }

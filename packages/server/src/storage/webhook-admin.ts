@@ -18,14 +18,24 @@ export type DeliveryRow = {
   lastError: string | null;
 };
 
+/** One recorded attempt of a delivery: the receiver's status, or why no status came back. */
+export type AttemptRow = { attemptedAt: string; statusCode: number | null; error: string | null; durationMs: number };
+
+export type ReplayOutcome = "queued" | "no_delivery" | "subscriber_removed" | "subscriber_disabled";
+
 export interface WebhookAdmin {
   add(url: string, secret: string): Promise<Subscriber>;
   list(): Promise<Subscriber[]>;
   /** Removes the subscriber; its pending deliveries are cancelled, their history kept. */
   remove(id: string): Promise<boolean>;
   deliveries(options: { failedOnly: boolean; limit: number }): Promise<DeliveryRow[]>;
-  /** Queues a delivery to be sent again now (same webhook-id), whatever its state. */
-  replay(id: number): Promise<boolean>;
+  /** Every recorded attempt of a delivery, oldest first. */
+  attempts(deliveryId: number): Promise<AttemptRow[]>;
+  /**
+   * Queues a delivery to be sent again now (same webhook-id), whatever its state, unless there is
+   * no such delivery or its subscriber was removed or disabled since (nothing could be sent).
+   */
+  replay(id: number): Promise<ReplayOutcome>;
   close(): Promise<void>;
 }
 

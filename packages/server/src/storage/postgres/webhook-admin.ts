@@ -1,5 +1,12 @@
 import type { Pool } from "pg";
-import { newSubscriberId, type DeliveryRow, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
+import {
+  newSubscriberId,
+  type AttemptRow,
+  type DeliveryRow,
+  type ReplayOutcome,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../webhook-admin.ts";
 import { createPostgresPool, inTransaction, query, type PostgresSettings } from "./pool.ts";
 
 type SubscriberRow = { id: string; url: string; active: boolean; disabled_reason: string | null; created_at: bigint };
@@ -75,14 +82,41 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
     }));
   }
 
-  async replay(id: number): Promise<boolean> {
-    const now = Date.now();
-    const rows = await query(
+  async attempts(deliveryId: number): Promise<AttemptRow[]> {
+    const rows = await query<{ attempted_at: bigint; status_code: number | null; error: string | null; duration_ms: number }>(
       this.#pool,
-      "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0, updated_at = $1 WHERE id = $2 RETURNING id",
-      [now, id],
+      "SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id",
+      [deliveryId],
     );
-    return rows.length === 1;
+    return rows.map((r) => ({
+      attemptedAt: new Date(Number(r.attempted_at)).toISOString(),
+      statusCode: r.status_code,
+      error: r.error,
+      durationMs: r.duration_ms,
+    }));
+  }
+
+  async replay(id: number): Promise<ReplayOutcome> {
+    const now = Date.now();
+    return inTransaction(this.#pool, async (client) => {
+      // Should the subscriber be removed between this read and the update, the claim finds the
+      // delivery orphaned and cancels it: nothing is sent either way.
+      const { rows } = await client.query<{ active: boolean | null }>(
+        `SELECT s.active FROM webhook_deliveries d LEFT JOIN webhook_subscribers s ON s.id = d.subscriber_id
+         WHERE d.id = $1`,
+        [id],
+      );
+      const row = rows[0];
+      const outcome: ReplayOutcome =
+        row === undefined ? "no_delivery" : row.active === null ? "subscriber_removed" : row.active ? "queued" : "subscriber_disabled";
+      if (outcome === "queued") {
+        await client.query(
+          "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0, updated_at = $1 WHERE id = $2",
+          [now, id],
+        );
+      }
+      return outcome;
+    });
   }
 }
 

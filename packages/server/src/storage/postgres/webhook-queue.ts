@@ -41,19 +41,27 @@ export class PostgresWebhookQueue {
     }>(
       this.#pool,
       `WITH due AS (
-         SELECT id FROM webhook_deliveries
-         WHERE status = 'pending' AND next_attempt_at <= $1 AND lease_until <= $1
+         SELECT id, subscriber_id FROM webhook_deliveries
+         WHERE status = 'pending' AND next_attempt_at <= $1::bigint AND lease_until <= $1::bigint
          ORDER BY next_attempt_at
-         LIMIT $3
+         LIMIT $3::integer
          FOR UPDATE SKIP LOCKED
        ), claimed AS (
-         UPDATE webhook_deliveries d SET lease_until = $2 FROM due WHERE d.id = due.id
-         RETURNING d.id, d.event_id, d.subscriber_id, d.attempts
+         -- A delivery whose subscriber was removed or disabled meanwhile has nothing to send: it is
+         -- cancelled here, or it would come first in every claim, ahead of deliveries that can be sent.
+         UPDATE webhook_deliveries d
+         SET lease_until = CASE WHEN s.active THEN $2::bigint ELSE 0 END,
+             status      = CASE WHEN s.active THEN d.status ELSE 'cancelled' END,
+             updated_at  = CASE WHEN s.active THEN d.updated_at ELSE $1::bigint END
+         FROM due LEFT JOIN webhook_subscribers s ON s.id = due.subscriber_id
+         WHERE d.id = due.id
+         RETURNING d.id, d.event_id, d.subscriber_id, d.attempts, s.active IS TRUE AS sendable
        )
        SELECT c.id, c.attempts, c.subscriber_id, e.message_id, e.payload, e.created_at, s.url, s.secret
        FROM claimed c
        JOIN webhook_events e ON e.id = c.event_id
-       JOIN webhook_subscribers s ON s.id = c.subscriber_id`,
+       JOIN webhook_subscribers s ON s.id = c.subscriber_id
+       WHERE c.sendable`,
       [now, leaseUntil, limit],
     );
     return rows.map((row) => ({
@@ -72,9 +80,11 @@ export class PostgresWebhookQueue {
     const status = a.result === "gone" ? "cancelled" : a.result;
     await inTransaction(this.#pool, async (client) => {
       await client.query(
+        // A delivery cancelled while its attempt was in flight (subscriber removed, or 410 from
+        // another attempt) stays cancelled: the attempt is recorded, the delivery not revived.
         `UPDATE webhook_deliveries
-         SET status = $1, attempts = attempts + 1, next_attempt_at = $2, lease_until = 0,
-             last_status = $3, last_error = $4, updated_at = $5
+         SET status = CASE status WHEN 'cancelled' THEN 'cancelled' ELSE $1 END, attempts = attempts + 1,
+             next_attempt_at = $2, lease_until = 0, last_status = $3, last_error = $4, updated_at = $5
          WHERE id = $6`,
         [status, a.nextAttemptAt, a.statusCode, a.error, a.attemptedAt, a.deliveryId],
       );

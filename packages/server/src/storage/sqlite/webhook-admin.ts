@@ -1,5 +1,12 @@
 import { DatabaseSync } from "node:sqlite";
-import { newSubscriberId, type DeliveryRow, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
+import {
+  newSubscriberId,
+  type AttemptRow,
+  type DeliveryRow,
+  type ReplayOutcome,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../webhook-admin.ts";
 
 /** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */
 export class SqliteWebhookAdmin implements WebhookAdmin {
@@ -69,14 +76,40 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
     }));
   }
 
-  async replay(id: number): Promise<boolean> {
+  async attempts(deliveryId: number): Promise<AttemptRow[]> {
+    const rows = this.#db
+      .prepare("SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id")
+      .all(deliveryId) as Array<Record<string, unknown>>;
+    return rows.map((r) => ({
+      attemptedAt: new Date(Number(r["attempted_at"])).toISOString(),
+      statusCode: r["status_code"] === null ? null : Number(r["status_code"]),
+      error: r["error"] === null ? null : String(r["error"]),
+      durationMs: Number(r["duration_ms"]),
+    }));
+  }
+
+  async replay(id: number): Promise<ReplayOutcome> {
     const now = Date.now();
-    return (
-      Number(
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const row = this.#db
+        .prepare(
+          `SELECT s.active FROM webhook_deliveries d LEFT JOIN webhook_subscribers s ON s.id = d.subscriber_id
+           WHERE d.id = ?`,
+        )
+        .get(id) as { active: number | null } | undefined;
+      const outcome =
+        row === undefined ? "no_delivery" : row.active === null ? "subscriber_removed" : row.active === 1 ? "queued" : "subscriber_disabled";
+      if (outcome === "queued") {
         this.#db
           .prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, updated_at = ? WHERE id = ?")
-          .run(now, now, id).changes,
-      ) === 1
-    );
+          .run(now, now, id);
+      }
+      this.#db.exec("COMMIT");
+      return outcome;
+    } catch (error) {
+      this.#db.exec("ROLLBACK");
+      throw error;
+    }
   }
 }

@@ -55,7 +55,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --rounds <n>          alternating rounds per target (default 3; smoke 1)
   --connections <n>     concurrent connections (default 32; smoke 4)
   --warmup <s>          warm-up seconds per target (default 3; smoke 0)
-  --backend <name>      storage for our server: ${BACKEND_NAMES.join(", ")} (default sqlite)
+  --backend <name>      storage for our server: ${BACKEND_NAMES.join(", ")} (default sqlite; postgres: a scratch database)
   --durability <d,...>  full | normal, passed as PLANTSTORE_DURABILITY (default full)
   --workers <n,...>     passed as PLANTSTORE_WORKERS (default: unset, i.e. 1)
   --prefill <n,...>     plants stored before the server starts (default 0; list 1000000; list smoke 2000)

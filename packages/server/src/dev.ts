@@ -6,7 +6,9 @@ import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
 
 /**
- * `pnpm turbo dev`: the server on SQLite under ./data, restarted by `node --watch` on change.
+ * `pnpm turbo dev`: the server on SQLite under ./data, restarted by `node --watch-path` when our sources (this package and @plantstore/schema) change.
+ * Only source folders are watched: under `--watch` every imported file counts, and a `pnpm install`
+ * anywhere on the machine re-links files in the shared store (an inode change), restarting the server.
  * A development token is made once and kept in ./data/dev-token so restarts keep the same curl line.
  */
 const TOKEN_FILE = resolve("data/dev-token");
@@ -19,6 +21,14 @@ function devToken(): string {
   return token;
 }
 
+/** A database URL fit to print: a PostgreSQL password never reaches the terminal. */
+function withoutPassword(databaseUrl: string): string {
+  if (!/^postgres(ql)?:/.test(databaseUrl)) return databaseUrl;
+  const url = new URL(databaseUrl);
+  if (url.password !== "") url.password = "***";
+  return url.toString();
+}
+
 const base = loadConfig();
 const token = devToken();
 const config = { ...base, tokens: [...base.tokens, token] };
@@ -27,8 +37,9 @@ const running = await startServer({ config, logger: createLogger(config.logLevel
 process.stdout.write(
   [
     "",
-    `Plant Store (development) on ${running.url}, database ${config.databaseUrl}`,
+    `Plant Store (development) on ${running.url}, database ${withoutPassword(config.databaseUrl)}`,
     `OpenAPI document: ${running.url}/openapi.json`,
+    `API reference:    ${running.url}/docs   (Authorize with the token in the curl line below)`,
     "Try it:",
     `  curl -sS -X POST ${running.url}/plants -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"id":1,"name":"Fern","tag":"fern"}'`,
     "",

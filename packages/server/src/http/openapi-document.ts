@@ -210,6 +210,8 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
         "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
         "(see `x-error-codes` on each response). Integers are exact across the whole int64 range.",
     },
+    // The page is not an API operation, so it is linked here rather than listed under paths.
+    externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
     security: [{ bearerAuth: [] }],
     paths,
     webhooks: {

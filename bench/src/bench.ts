@@ -71,9 +71,10 @@ async function startOurs(
       PLANTSTORE_LOG_LEVEL: "info",
       ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
     };
+    const server = variant.bin === undefined ? context.server : { ...context.server, bin: resolve(variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
-      migrate(context.server, env);
+      migrate(server, env);
       const started = performance.now();
       say(`prefill ${variant.name}: ${variant.prefill.toLocaleString("en-US")} plants (${options.ids} ids)`);
       await backend.prefill(variant.prefill, options.ids);
@@ -81,7 +82,7 @@ async function startOurs(
     }
     // Clustered workers share one listening socket, which cannot be "port 0, whichever": pick one.
     const workers = variant.workers ?? 1;
-    const target = await startTarget(variant.name, [context.server.bin, "serve"], env, {
+    const target = await startTarget(variant.name, [server.bin, "serve"], env, {
       ...(workers > 1 ? { port: await freePort(), listeners: workers } : {}),
       cpus: { plan: context.plan, cpus: workers > 1 ? context.plan.multiProcessServer : context.plan.server },
       nodeFlags: [

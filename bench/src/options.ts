@@ -14,6 +14,8 @@ export type Variant = {
   workers: number | undefined;
   /** Plants stored before the server starts. */
   prefill: number;
+  /** Another build of the server to run instead of the workspace's (`--compare-bin`). */
+  bin?: string;
 };
 
 export type BenchOptions = {
@@ -40,6 +42,8 @@ export type BenchOptions = {
   pin: boolean;
   /** Profile our server (node --cpu-prof) and print its top costs. */
   cpuProf: boolean;
+  /** A bin.js of another build, run as the target `compare` beside ours. */
+  compareBin: string | undefined;
   smoke: boolean;
   /** Where the JSON goes; default bench/results/<timestamp>.json. */
   out: string | undefined;
@@ -66,6 +70,8 @@ export const USAGE = `Usage: pnpm bench [options]
   --interval <s>        soak: seconds per reported interval (default 10; smoke 1)
   --no-pin              do not pin server and load generator to separate CPUs
   --cpu-prof            profile our server (node --cpu-prof) and print its top costs
+  --compare-bin <path>  also run this build of the server (its dist/bin.js) as target "compare",
+                        configured like the first of ours: two commits side by side in one run
   --smoke               a short run proving the harness works
   --out <file>          write the JSON here instead of bench/results/<timestamp>.json
   --help                show this text
@@ -119,6 +125,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         interval: { type: "string" },
         "no-pin": { type: "boolean", default: false },
         "cpu-prof": { type: "boolean", default: false },
+        "compare-bin": { type: "string" },
         smoke: { type: "boolean", default: false },
         out: { type: "string" },
         help: { type: "boolean", default: false },
@@ -177,6 +184,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     }
   }
 
+  if (values["compare-bin"] !== undefined) {
+    if (scenario === "soak") throw new UsageError("--compare-bin needs the insert or list scenario");
+    variants.push({ ...variants[0]!, name: "compare", bin: values["compare-bin"] });
+  }
+
   const rateFraction = values["rate-fraction"] === undefined ? 0.7 : Number(values["rate-fraction"]);
   if (!(rateFraction > 0 && rateFraction <= 1)) throw new UsageError(`--rate-fraction must be in (0, 1], got ${values["rate-fraction"]}`);
   const soak = scenario === "soak";
@@ -196,6 +208,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
+    compareBin: values["compare-bin"],
     smoke,
     out: values.out,
   };

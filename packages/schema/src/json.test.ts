@@ -111,3 +111,44 @@ describe("stringifyJsonLossless without a replacer", () => {
     expect(value).toStrictEqual({ id: 1n, list: [2n] });
   });
 });
+
+describe("parseJsonLossless against the reviver on generated JSON", () => {
+  // A small deterministic generator (mulberry32), so a failure reproduces.
+  let seed = 0x5eed;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)]!;
+  const digits = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? String(1 + Math.floor(random() * 9)) : String(Math.floor(random() * 10)))).join("");
+  const number = () =>
+    pick([
+      () => digits(1 + Math.floor(random() * 20)),
+      () => `-${digits(1 + Math.floor(random() * 20))}`,
+      () => "0",
+      () => "-0",
+      () => `${digits(3)}.${digits(2)}`,
+      () => `${digits(2)}e${pick(["", "+", "-"])}${digits(1)}`,
+      () => `${digits(1)}E2`,
+    ])();
+  const string = () => JSON.stringify(pick(["", "a", "1.5e3", '"quoted"', "back\\slash", "7", "x\u00e9\u{1f331}", "-12"]));
+  const value = (depth: number): string => {
+    if (depth > 3) return pick([number, string, () => "true", () => "null"])();
+    return pick([
+      number,
+      string,
+      () => pick(["true", "false", "null"]),
+      () => `[${Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1)).join(", ")}]`,
+      () => `{${Array.from({ length: Math.floor(random() * 4) }, () => `${pick(['"id"', '"name"', '"__proto__"', '"a b"', string()])}:${value(depth + 1)}`).join(",")}}`,
+    ])();
+  };
+
+  it("agrees on 2,000 generated documents", () => {
+    for (let i = 0; i < 2_000; i++) {
+      const text = value(0);
+      expect(parseJsonLossless(text), text).toStrictEqual(reference(text));
+    }
+  });
+});

@@ -2,8 +2,11 @@ import { connect, type Socket } from "node:net";
 
 export type RawAnswer = { status: number; headers: Record<string, string>; body: string };
 
-/** Parses every complete HTTP/1.1 answer in `raw` (Content-Length framed, as this server sends). */
-export function parseAnswers(raw: string): RawAnswer[] {
+/**
+ * Parses every complete HTTP/1.1 answer in `raw` (Content-Length framed, as this server sends).
+ * Answers to HEAD carry no body whatever their Content-Length says.
+ */
+export function parseAnswers(raw: string, options: { head?: boolean } = {}): RawAnswer[] {
   const answers: RawAnswer[] = [];
   let rest = Buffer.from(raw, "latin1");
   for (;;) {
@@ -15,7 +18,7 @@ export function parseAnswers(raw: string): RawAnswer[] {
       const colon = line.indexOf(":");
       headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
     }
-    const length = Number(headers["content-length"] ?? 0);
+    const length = options.head ? 0 : Number(headers["content-length"] ?? 0);
     if (rest.length < end + 4 + length) return answers;
     answers.push({
       status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]),
@@ -32,7 +35,7 @@ export type RawClient = {
   write(data: string | Buffer): void;
   /** Everything received so far, as latin1 (byte-exact). */
   received(): string;
-  answers(): RawAnswer[];
+  answers(options?: { head?: boolean }): RawAnswer[];
   /** Resolves when the connection is closed, with the error code if it was reset. */
   closed: Promise<{ error: string | undefined }>;
 };
@@ -54,7 +57,7 @@ export async function openRaw(port: number): Promise<RawClient> {
       if (!socket.destroyed) socket.write(data);
     },
     received: () => received.toString("latin1"),
-    answers: () => parseAnswers(received.toString("latin1")),
+    answers: (options) => parseAnswers(received.toString("latin1"), options),
     closed,
   };
 }

@@ -105,7 +105,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),
-    logger,
+    // Background work, not a request: its lines say where they come from instead of a reqId.
+    logger: logger.child({ component: "webhooks" }),
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,

@@ -8,7 +8,8 @@ import { parseJsonLossless } from "@plantstore/schema";
 import { rawRequest } from "./harness.ts";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "./load.ts";
 import { BIN, spawnServe } from "./spawned-server.ts";
-import { startWebhookReceiver, until } from "./webhook-receiver.ts";
+import { startReceiver } from "./webhook-receiver.ts";
+import { waitFor as until } from "./wait-for.ts";
 
 const TOKEN = "crash-test-token";
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
@@ -96,7 +97,7 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
   const seed = Date.now() % 2 ** 31;
   const random = seeded(seed);
   const context = `(${backend.name}, seed ${seed})`;
-  const receiver = await startWebhookReceiver(204);
+  const receiver = await startReceiver(() => ({ status: 204 }));
   cleanups.push(receiver.close);
   const env = {
     DATABASE_URL: backend.databaseUrl,

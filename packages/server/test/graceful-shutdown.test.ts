@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "./load.ts";
 import { openRaw, postHead, type RawClient } from "./raw-socket.ts";
 import { BIN, freePort, spawnServe, type SpawnedServer } from "./spawned-server.ts";
-import { until } from "./webhook-receiver.ts";
+import { waitFor as until } from "./wait-for.ts";
 
 const TOKEN = "shutdown-test-token";
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;

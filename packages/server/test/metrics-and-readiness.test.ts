@@ -6,7 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest, startTestServer, type TestServer } from "./harness.ts";
 import { BIN, freePort } from "./spawned-server.ts";
-import { until } from "./webhook-receiver.ts";
+import { waitFor as until } from "./wait-for.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 

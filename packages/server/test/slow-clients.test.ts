@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN } from "./harness.ts";
 import { postPlant, randomPlant } from "./load.ts";
 import { openRaw, postHead, type RawClient } from "./raw-socket.ts";
-import { until } from "./webhook-receiver.ts";
+import { waitFor as until } from "./wait-for.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

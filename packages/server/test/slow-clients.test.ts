@@ -20,7 +20,7 @@ function trickle(client: RawClient, text: string, gapMs: number): void {
 
 describe("slow and idle clients", () => {
   it("a thousand idle or trickling connections do not stop service to others, and each is closed by its timeout", async () => {
-    await using server = await startTestServer({ headersTimeoutMs: 6_000, requestTimeoutMs: 8_000, keepAliveTimeoutMs: 1_000 });
+    await using server = await startTestServer({ headersTimeoutMs: 8_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 1_000 });
     const opened = Date.now();
     // 400 that never send a byte, 300 that trickle their headers, 200 that trickle their body,
     // 100 keep-alive connections left idle after one answer.
@@ -51,7 +51,7 @@ describe("slow and idle clients", () => {
     for (const o of outcomes) expect(o).toMatchObject({ kind: "answered", status: 200, text: o.plant.answer });
     // Service did not wait for those connections to be cleared: it was done before their timeouts,
     // with every one of them still open.
-    expect(Date.now() - opened).toBeLessThan(6_000);
+    expect(Date.now() - opened).toBeLessThan(8_000);
     expect([...silent, ...slowHeaders, ...slowBodies].filter((c) => c.socket.destroyed)).toHaveLength(0);
 
     // Then each kind is closed by its own bound, the first two with a 408 Error body.

@@ -7,7 +7,8 @@ const PRIMARY_MARGIN_MS = 2_000;
 /**
  * Runs `workers` copies of the HTTP server behind one port with node:cluster, so both cores
  * serve. SQLite stays correct with several processes: WAL lets them read concurrently and its
- * file lock serialises their commits (each process still groups its own). The primary only
+ * file lock serialises their commits (each process still groups its own). On PostgreSQL each
+ * worker is one more stateless instance with its own connection pool. The primary only
  * supervises: it restarts a worker that dies, and on SIGTERM/SIGINT passes the signal on, waits
  * for every worker's graceful stop and exits 0 only if each of them did (1 otherwise, or when
  * they are not done shortly after `shutdownTimeoutMs`).

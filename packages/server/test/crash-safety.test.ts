@@ -6,6 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseJsonLossless } from "@plantstore/schema";
 import { rawRequest } from "./harness.ts";
+import { createTestDatabase, TEST_BACKEND } from "./test-database.ts";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "./load.ts";
 import { BIN, spawnServe } from "./spawned-server.ts";
 import { startReceiver } from "./webhook-receiver.ts";
@@ -71,6 +72,53 @@ function sqliteBackend(): Backend {
   };
 }
 
+/**
+ * PostgreSQL survives our process being killed on its own; what this checks there is our side
+ * (no 200 before the commit, the outbox in the plant's statement, a clean restart on the same
+ * database) and, with amcheck, that the tables and indexes are consistent afterwards.
+ */
+async function postgresBackend(): Promise<Backend> {
+  const database = await createTestDatabase("postgres");
+  const sql = async <R>(text: string) => database.rows<R>({ sqlite: text, postgres: text });
+  return {
+    name: "PostgreSQL",
+    databaseUrl: database.url,
+    async inspect() {
+      await sql("CREATE EXTENSION IF NOT EXISTS amcheck");
+      const problems: string[] = [];
+      for (const table of ["plants", "webhook_events", "webhook_deliveries", "webhook_attempts"]) {
+        const corrupt = await sql<{ msg: string }>(`SELECT msg FROM verify_heapam('${table}')`);
+        problems.push(...corrupt.map((c) => `${table}: ${c.msg}`));
+      }
+      const indexes = await sql<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_index i
+           JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam JOIN pg_class t ON t.oid = i.indrelid
+         WHERE a.amname = 'btree' AND t.relname IN ('plants', 'webhook_events', 'webhook_deliveries', 'webhook_attempts')`,
+      );
+      // Every index entry points at a heap row and every heap row is indexed (heapallindexed).
+      for (const { name } of indexes) await sql(`SELECT bt_index_parent_check('${name}'::regclass, true)`);
+      const plants = new Map(
+        (await sql<{ id: bigint; name: string; tag: string | null }>("SELECT id, name, tag FROM plants")).map((r) => [r.id, { name: r.name, tag: r.tag }]),
+      );
+      const rows = await sql<{ payload: string; status: string | null }>(
+        "SELECT e.payload, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id ORDER BY e.id",
+      );
+      const events = new Map<string, string[]>();
+      for (const row of rows) {
+        const statuses = events.get(row.payload) ?? [];
+        if (row.status !== null) statuses.push(row.status);
+        events.set(row.payload, statuses);
+      }
+      return {
+        integrity: problems.length === 0 && indexes.length >= 4 ? "ok" : `${problems.join("; ")} (${indexes.length} indexes checked)`,
+        plants,
+        events: [...events].map(([payload, statuses]) => ({ payload, statuses })),
+      };
+    },
+    cleanup: () => database.dispose(),
+  };
+}
+
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -104,7 +152,9 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
     PLANTSTORE_TOKENS: TOKEN,
     PLANTSTORE_LOG_LEVEL: "warn",
     PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
-    // Short attempts and retries, so deliveries a kill left leased are due again within seconds.
+    // Small pools: the machine's PostgreSQL is shared. Short attempts and retries, so deliveries
+    // a kill left leased are due again within seconds.
+    PLANTSTORE_PG_POOL_SIZE: "8",
     PLANTSTORE_WEBHOOK_TIMEOUT_MS: "500",
     PLANTSTORE_WEBHOOK_RETRY_BASE_MS: "50",
   };
@@ -206,11 +256,12 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
   }
 }
 
+// The suite runs once per backend (PLANTSTORE_TEST_BACKEND, see test-database.ts): each pass crashes its own.
 describe("crash safety: SIGKILL under full load, restart on the same store", () => {
   it(
-    "SQLite: every 200 is stored exactly, nothing unsent is stored, the file is intact and no outbox event is lost",
+    `${TEST_BACKEND === "postgres" ? "PostgreSQL" : "SQLite"}: every 200 is stored exactly, nothing unsent is stored, the store is intact and no outbox event is lost`,
     async () => {
-      const backend = sqliteBackend();
+      const backend = TEST_BACKEND === "postgres" ? await postgresBackend() : sqliteBackend();
       cleanups.push(backend.cleanup);
       await crashRepeatedly(backend);
     },

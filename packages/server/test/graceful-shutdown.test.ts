@@ -1,15 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "./load.ts";
 import { openRaw, postHead, type RawClient } from "./raw-socket.ts";
 import { BIN, freePort, spawnServe, type SpawnedServer } from "./spawned-server.ts";
+import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 import { waitFor as until } from "./wait-for.ts";
 
 const TOKEN = "shutdown-test-token";
@@ -20,11 +17,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function tempDatabase(): { path: string; url: string } {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-shutdown-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, "p.db");
-  return { path, url: `sqlite:${path}` };
+async function tempDatabase(): Promise<TestDatabase> {
+  const database = await createTestDatabase();
+  cleanups.push(() => database.dispose());
+  return database;
 }
 
 function track(server: SpawnedServer): SpawnedServer {
@@ -34,14 +30,10 @@ function track(server: SpawnedServer): SpawnedServer {
   return server;
 }
 
-function storedPlants(path: string): Map<bigint, { name: string; tag: string | null }> {
-  const db = new DatabaseSync(path, { readOnly: true, readBigInts: true });
-  try {
-    const rows = db.prepare("SELECT id, name, tag FROM plants").all() as Array<{ id: bigint; name: string; tag: string | null }>;
-    return new Map(rows.map((r) => [r.id, { name: r.name, tag: r.tag }]));
-  } finally {
-    db.close();
-  }
+async function storedPlants(database: TestDatabase): Promise<Map<bigint, { name: string; tag: string | null }>> {
+  const select = "SELECT id, name, tag FROM plants";
+  const rows = await database.rows<{ id: bigint; name: string; tag: string | null }>({ sqlite: select, postgres: select });
+  return new Map(rows.map((r) => [r.id, { name: r.name, tag: r.tag }]));
 }
 
 /**
@@ -87,7 +79,7 @@ function expectCleanStop(outcomes: Outcome[], stored: Map<bigint, { name: string
 
 describe("graceful shutdown of plantstore-server serve", () => {
   it("on SIGTERM under load: finishes in-flight requests, closes keep-alive connections cleanly, stores every 200, records webhook attempts, exits 0", async () => {
-    const db = tempDatabase();
+    const db = await tempDatabase();
     // A receiver that takes a while, so SIGTERM finds webhook attempts under way.
     const delivered: string[] = [];
     const receiver = createServer((req, res) => {
@@ -151,7 +143,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
     expect(tookMs).toBeLessThan(15_000);
     expect(server.output()).toContain('"msg":"stopped"');
 
-    const stored = storedPlants(db.path);
+    const stored = await storedPlants(db);
     expectCleanStop(load.outcomes, stored);
     expect(load.outcomes.some((o) => o.kind === "answered" && o.at > signalledAt), "answers after SIGTERM").toBe(true);
 
@@ -170,18 +162,15 @@ describe("graceful shutdown of plantstore-server serve", () => {
     expect(silent.answers()).toHaveLength(1);
 
     // Webhook attempts under way were finished and recorded before the database closed.
-    const database = new DatabaseSync(db.path, { readOnly: true });
-    const statuses = database
-      .prepare("SELECT e.payload, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id")
-      .all() as Array<{ payload: string; status: string }>;
-    database.close();
+    const join = "SELECT e.payload, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id";
+    const statuses = await db.rows<{ payload: string; status: string }>({ sqlite: join, postgres: join });
     const statusOf = new Map(statuses.map((s) => [s.payload, s.status]));
     expect(delivered.length).toBeGreaterThan(0);
     for (const payload of delivered) expect(statusOf.get(payload), payload).toBe("delivered");
   }, 90_000);
 
   it("with PLANTSTORE_WORKERS=2: the primary passes SIGTERM on, every worker drains, exit 0", async () => {
-    const db = tempDatabase();
+    const db = await tempDatabase();
     const port = await freePort();
     const env = { DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN, PLANTSTORE_WORKERS: "2", PLANTSTORE_LOG_LEVEL: "warn" };
     const server = track(await spawnServe(env, { port }));
@@ -203,7 +192,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
     const { code } = await server.exited;
     expect(code, server.output()).toBe(0);
     expect(Date.now() - signalledAt).toBeLessThan(25_000);
-    const stored = storedPlants(db.path);
+    const stored = await storedPlants(db);
     expectCleanStop(load.outcomes, stored);
     for (const { plant, client } of halfSent) {
       expect(await client.closed).toEqual({ error: undefined });
@@ -213,7 +202,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
   }, 90_000);
 
   it("exits 1 when a request is still unfinished at PLANTSTORE_SHUTDOWN_TIMEOUT_MS, instead of hanging", async () => {
-    const db = tempDatabase();
+    const db = await tempDatabase();
     const env = { DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN, PLANTSTORE_SHUTDOWN_TIMEOUT_MS: "1500" };
     const server = track(await spawnServe(env));
     const stuck = await openRaw(Number(new URL(server.url).port));
@@ -231,7 +220,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
   }, 60_000);
 
   it("stops the same way on SIGINT", async () => {
-    const db = tempDatabase();
+    const db = await tempDatabase();
     const server = track(await spawnServe({ DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN }));
     const plant = randomPlant();
     const client = await openRaw(Number(new URL(server.url).port));
@@ -242,6 +231,6 @@ describe("graceful shutdown of plantstore-server serve", () => {
     client.write(plant.body.slice(3));
     expect((await server.exited).code, server.output()).toBe(0);
     expect(client.answers()).toMatchObject([{ status: 200, body: plant.answer }]);
-    expect(storedPlants(db.path).has(plant.id)).toBe(true);
+    expect((await storedPlants(db)).has(plant.id)).toBe(true);
   }, 60_000);
 });

@@ -17,7 +17,7 @@ afterEach(async () => {
 
 function subscribe(server: TestServer, url: string): void {
   const added = spawnSync(process.execPath, [BIN, "webhooks", "add", url, "--secret", SECRET], {
-    env: { ...process.env, DATABASE_URL: `sqlite:${server.databasePath}`, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" },
+    env: { ...process.env, DATABASE_URL: server.database.url, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" },
     encoding: "utf8",
   });
   expect(added.status, added.stderr).toBe(0);
@@ -84,9 +84,14 @@ describe("GET /readyz and migrations", () => {
     expect(migrations.applied).toBe(migrations.known);
     expect(migrations.known).toBeGreaterThanOrEqual(3);
     // As if the database were older than this build (another process restored it, say).
-    const db = new DatabaseSync(server.databasePath);
-    db.exec("DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)");
-    db.close();
+    const forgetLatest = "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)";
+    if (server.database.backend === "sqlite") {
+      const db = new DatabaseSync(server.database.name);
+      db.exec(forgetLatest);
+      db.close();
+    } else {
+      await server.database.rows({ sqlite: forgetLatest, postgres: forgetLatest });
+    }
     const behind = await rawRequest(server.url, { method: "GET", path: "/readyz" });
     expectErrorShape(behind, 503, 50300);
     expect((behind.json as { message: string }).message).toContain(`${migrations.known - 1} of ${migrations.known}`);

@@ -1,16 +1,14 @@
 import { spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { expectErrorShape, rawRequest, testConfig, TOKEN } from "./harness.ts";
 import { BIN } from "./spawned-server.ts";
+import { createTestDatabase } from "./test-database.ts";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -19,7 +17,7 @@ afterEach(async () => {
 
 /** The real server with its JSON log lines captured in memory. */
 async function serverWithLogs(overrides: Partial<Config> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-obs-"));
+  const database = await createTestDatabase();
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -28,12 +26,12 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
     },
   });
   const running = await startServer({
-    config: testConfig(`sqlite:${join(dir, "p.db")}`, { logLevel: "info", ...overrides }),
+    config: testConfig(database.url, { logLevel: "info", ...overrides }),
     logger: createLogger(overrides.logLevel ?? "info", sink),
   });
   cleanups.push(async () => {
     await running.close();
-    rmSync(dir, { recursive: true, force: true });
+    await database.dispose();
   });
   const post = (body: string, headers: Record<string, string> = {}) =>
     rawRequest(running.url, {
@@ -42,7 +40,7 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
       body,
     });
-  return { running, lines, post, databaseUrl: `sqlite:${join(dir, "p.db")}` };
+  return { running, lines, post, databaseUrl: database.url };
 }
 
 describe("request ids", () => {

@@ -17,7 +17,7 @@ const errorRef = { $ref: "#/components/schemas/Error" };
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
 const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE"];
-const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE"];
+const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"];
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
 const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
@@ -66,7 +66,7 @@ const STATUS_SUMMARY: Record<number, string> = {
   415: "The body is not application/json",
   429: "Rate limited",
   500: "Unexpected server failure",
-  503: "The database is unreachable",
+  503: "The database is unreachable, or the server holds as many connections as it accepts",
 };
 
 function errorResponses(codes: ErrorCodeName[]): Json {
@@ -210,6 +210,8 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
         "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
         "(see `x-error-codes` on each response). Integers are exact across the whole int64 range.",
     },
+    // The page is not an API operation, so it is linked here rather than listed under paths.
+    externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
     security: [{ bearerAuth: [] }],
     paths,
     webhooks: {

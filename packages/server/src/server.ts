@@ -3,6 +3,9 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import { chainAuthenticators } from "./auth/authenticators.ts";
+import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
+import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -10,7 +13,9 @@ import { answerClientError } from "./http/client-error.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
-import { openStore } from "./storage/open-store.ts";
+import { openStore, openTokenStore } from "./storage/open-store.ts";
+import { RateLimits } from "./rate-limit/rate-limits.ts";
+import { connectRedis, disconnectRedis } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
@@ -30,7 +35,7 @@ export type RunningServer = {
 export type StartOptions = {
   config: Config;
   logger?: Logger;
-  /** Overrides the static-token authenticator built from `config.tokens`. */
+  /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
 };
 
@@ -50,11 +55,31 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     },
   });
   backlog = () => store.webhookBacklog();
-  const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
+  const tokenStore = openTokenStore(config.databaseUrl, "server");
+  const opaqueTokens = await OpaqueTokenAuthenticator.start({
+    store: tokenStore,
+    logger,
+    lastUsedFlushMs: config.tokenLastUsedFlushMs,
+  });
+  const configured = chainAuthenticators([
+    createStaticTokenAuthenticator(config.tokens),
+    opaqueTokens,
+    ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)]),
+  ]);
+  const authenticator = options.authenticator ?? configured;
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, logger);
+  const rateLimits = new RateLimits({
+    token: config.rateLimits.token,
+    authFailures: config.rateLimits.authFailures,
+    redis: redis === undefined ? undefined : { client: redis, prefix: config.redisPrefix },
+    logger,
+    metrics,
+  });
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
     corsOrigins: config.corsOrigins,
     metrics,
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
+    rateLimits,
   });
 
   const server = createHttpServer(
@@ -72,6 +97,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   try {
     await once(server, "listening");
   } catch (error) {
+    await configured.close();
+    await tokenStore.close();
+    if (redis !== undefined) await disconnectRedis(redis);
     await store.close();
     throw error;
   }
@@ -99,6 +127,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await dispatcher.stop();
       metricsServer?.closeAllConnections();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+      // Last-used times still in memory are written before the database closes.
+      await configured.close();
+      await tokenStore.close();
+      if (redis !== undefined) await disconnectRedis(redis);
       await store.close();
     })());
 

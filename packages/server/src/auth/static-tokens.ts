@@ -11,10 +11,18 @@ const digest = (token: string) => createHash("sha256").update(token, "utf8").dig
 export function createStaticTokenAuthenticator(tokens: readonly string[]): Authenticator {
   const entries = tokens.map((token, index) => ({
     digest: digest(token),
-    principal: { tokenId: `static-${index + 1}`, scopes: ALL_SCOPES } satisfies Principal,
+    principal: {
+      kind: "static",
+      tokenId: `static-${index + 1}`,
+      name: `PLANTSTORE_TOKENS #${index + 1}`,
+      scopes: ALL_SCOPES,
+      expiresAt: null,
+      rateLimitKey: null,
+    } satisfies Principal,
   }));
   return {
     authenticate(token) {
+      if (entries.length === 0) return undefined;
       const presented = digest(token);
       let found: Principal | undefined;
       for (const entry of entries) {

@@ -8,6 +8,7 @@ import { isWorkerProcess, superviseWorkers } from "./workers.ts";
 import { checkWebhookSecret, newWebhookSecret, WebhookAdmin } from "./storage/sqlite/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import { resolve } from "node:path";
+import { addTokensCommand } from "./cli/tokens-command.ts";
 
 function configFrom(options: { port?: string; host?: string; databaseUrl?: string; workers?: string }): Config {
   const config = loadConfig();
@@ -43,8 +44,8 @@ program
       superviseWorkers(config.workers, logger);
       return;
     }
-    if (config.tokens.length === 0) {
-      logger.warn("PLANTSTORE_TOKENS is empty: every protected request will be refused with 401");
+    if (config.tokens.length === 0 && config.jwt === undefined) {
+      logger.info("no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted");
     }
     const running = await startServer({ config, logger });
     logger.info({ url: running.url }, "plantstore listening");
@@ -184,6 +185,8 @@ webhooks
       admin.close();
     }
   });
+
+addTokensCommand(program, configFrom);
 
 try {
   await program.parseAsync(process.argv);

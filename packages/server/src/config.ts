@@ -42,6 +42,7 @@ const EnvSchema = z.object({
   PLANTSTORE_JWT_SECRET: z.string().min(32, { error: "must be at least 32 characters" }).optional(),
   PLANTSTORE_JWT_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
   PLANTSTORE_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  PLANTSTORE_JWKS_MAX_AGE_MS: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
   PLANTSTORE_RATE_LIMIT_TOKEN: RateLimitText.default("6000/60s"),
   PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: RateLimitText.default("20/60s"),
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).optional(),
@@ -52,7 +53,7 @@ const EnvSchema = z.object({
 export type JwtConfig = {
   issuer: string;
   audience: string;
-  keys: { jwksUrl: string; cooldownMs: number } | { secret: string };
+  keys: { jwksUrl: string; cooldownMs: number; maxAgeMs: number } | { secret: string };
   clockSkewSec: number;
 };
 
@@ -111,7 +112,10 @@ function jwtConfig(e: z.infer<typeof EnvSchema>): JwtConfig | undefined {
   return {
     issuer,
     audience,
-    keys: jwksUrl !== undefined ? { jwksUrl, cooldownMs: e.PLANTSTORE_JWKS_COOLDOWN_MS } : { secret: secret! },
+    keys:
+      jwksUrl !== undefined
+        ? { jwksUrl, cooldownMs: e.PLANTSTORE_JWKS_COOLDOWN_MS, maxAgeMs: e.PLANTSTORE_JWKS_MAX_AGE_MS }
+        : { secret: secret! },
     clockSkewSec: e.PLANTSTORE_JWT_CLOCK_SKEW_S,
   };
 }

@@ -6,8 +6,12 @@ import type { Authenticator, Principal } from "./principal.ts";
 export type JwtOptions = {
   issuer: string;
   audience: string;
-  /** Either a JWKS URL (asymmetric keys from the identity provider) or a shared HMAC secret. */
-  keys: { jwksUrl: string; cooldownMs: number } | { secret: string };
+  /**
+   * Either a JWKS URL (asymmetric keys from the identity provider) or a shared HMAC secret.
+   * `cooldownMs`: least time between two fetches caused by unknown `kid`s; `maxAgeMs`: the set
+   * is fetched again after this long, so a key the provider withdraws stops working.
+   */
+  keys: { jwksUrl: string; cooldownMs: number; maxAgeMs: number } | { secret: string };
   /** Allowance for clocks that disagree, applied to `exp` and `nbf`, in seconds. */
   clockSkewSec: number;
 };
@@ -20,7 +24,10 @@ export type JwtOptions = {
 export const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 export const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
 
-/** A verified token is trusted again without a signature check for at most this long (and never past `exp`). */
+/**
+ * A verified token is trusted again without a signature check for at most this long (never past
+ * `exp`, nor longer than the key set may be kept).
+ */
 const VERIFIED_CACHE_MS = 60_000;
 const MAX_CACHED = 10_000;
 
@@ -50,7 +57,9 @@ function isKeySourceFailure(error: unknown): boolean {
  * Bearer JWTs from an identity provider, verified with `jose`: signature, `iss`, `aud`, `exp`,
  * `nbf` (with the clock-skew allowance) and the algorithm allow-list; `exp` and `sub` are
  * required. With a JWKS URL, keys are fetched on first use, cached, and fetched again when a token
- * names an unknown `kid` (at most once per cool-down), so key rotation needs no restart.
+ * names an unknown `kid` (at most once per cool-down), so key rotation needs no restart; and at
+ * least every `maxAgeMs`, so a withdrawn key — the way to revoke JWTs — stops working. If the
+ * set cannot be fetched then, requests with JWTs get 503 rather than trust stale keys.
  *
  * Signature checks cost tens of microseconds, so a verified token is remembered (by its SHA-256,
  * never the token itself) for up to a minute, and not past its `exp`.
@@ -59,8 +68,13 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
   const key: Uint8Array | JWTVerifyGetKey =
     "secret" in options.keys
       ? new TextEncoder().encode(options.keys.secret)
-      : createRemoteJWKSet(new URL(options.keys.jwksUrl), { cooldownDuration: options.keys.cooldownMs, timeoutDuration: 5_000 });
+      : createRemoteJWKSet(new URL(options.keys.jwksUrl), {
+          cooldownDuration: options.keys.cooldownMs,
+          cacheMaxAge: options.keys.maxAgeMs,
+          timeoutDuration: 5_000,
+        });
   const algorithms = "secret" in options.keys ? HMAC_ALGORITHMS : ASYMMETRIC_ALGORITHMS;
+  const trustFor = "secret" in options.keys ? VERIFIED_CACHE_MS : Math.min(VERIFIED_CACHE_MS, options.keys.maxAgeMs);
   const verified = new Map<string, { principal: Principal; until: number }>();
 
   return {
@@ -101,7 +115,7 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
         rateLimitKey: `jwt:${payload.sub!}`,
       };
       if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value!);
-      verified.set(digest, { principal, until: Math.min(now + VERIFIED_CACHE_MS, expiresAt + options.clockSkewSec * 1000) });
+      verified.set(digest, { principal, until: Math.min(now + trustFor, expiresAt + options.clockSkewSec * 1000) });
       return principal;
     },
   };

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 
-/** How long start-up waits for Redis before serving with per-instance counts. */
+/** How long start-up waits for a slow Redis before serving with per-instance counts. */
 const CONNECT_WAIT_MS = 2_000;
 const WARN_EVERY_MS = 10_000;
 
@@ -29,12 +29,17 @@ export async function connectRedis(url: string, logger: Logger): Promise<Redis> 
     logger.warn({ err: { message: error.message } }, "Redis connection failed; rate limits count per instance meanwhile");
   });
   client.on("ready", () => logger.info("Redis connected; rate limits are shared"));
-  const timeout = AbortSignal.timeout(CONNECT_WAIT_MS);
-  try {
-    await once(client, "ready", { signal: timeout });
-  } catch {
-    logger.warn("Redis not reachable at start-up; serving with per-instance rate limits until it is");
-  }
+  // Ready, or the first failed attempt (a refused connection need not hold up start-up), or time out.
+  const settled = new AbortController();
+  const ready = await Promise.race([
+    // events.once rejects when "error" comes first: that is the refused-connection case.
+    once(client, "ready", { signal: settled.signal }).then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => setTimeout(resolve, CONNECT_WAIT_MS, false).unref()),
+  ]).finally(() => settled.abort());
+  if (!ready) logger.warn("Redis not reachable at start-up; serving with per-instance rate limits until it is");
   return client;
 }
 

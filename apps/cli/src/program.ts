@@ -1,6 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { PlantStoreError, PlantStoreProtocolError } from "@plantstore/client";
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
+import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
+import { addPlantsListCommand } from "./commands/plants-list.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
 
@@ -16,6 +18,8 @@ export function createProgram(io: Io): Command {
 
   const plants = program.command("plants").description("Work with plants.");
   addPlantsCreateCommand(plants, io);
+  addPlantsListCommand(plants, io);
+  addPlantsDeleteCommand(plants, io);
   return program;
 }
 

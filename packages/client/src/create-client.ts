@@ -1,7 +1,9 @@
-import { stringifyJsonLossless, type Plant } from "@plantstore/schema";
-import { PlantStoreProtocolError } from "./errors.ts";
+import { stringifyJsonLossless, type NewPlant, type Plant } from "@plantstore/schema";
+import { deletePlant } from "./delete-plant.ts";
+import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { toNewPlant, type NewPlantInput } from "./new-plant-input.ts";
 import { readPlantResponse } from "./read-response.ts";
+import { createConnection } from "./send-request.ts";
 
 export type PlantStoreClientOptions = {
   /** Where the service is, e.g. `https://plants.example.com` or `http://127.0.0.1:3000/`. */
@@ -19,17 +21,16 @@ export type RequestOptions = {
 export type PlantStoreClient = {
   /** `POST /plants`: resolves with the stored Plant; safe to retry with the same plant. */
   createPlant(newPlant: NewPlantInput, options?: RequestOptions): Promise<Plant>;
+  /** `GET /plants`: one page (at most `limit` plants after `after`, with `tag`) and the next page's query. */
+  listPlants(options?: ListPlantsOptions, requestOptions?: RequestOptions): Promise<PlantPage>;
+  /** Every plant (from `after` on, with `tag`), fetched `limit` at a time: `for await (const plant of …)`. */
+  iteratePlants(options?: ListPlantsOptions, requestOptions?: RequestOptions): AsyncGenerator<NewPlant, void, undefined>;
+  /** `DELETE /plants/{id}`: resolves on 204; rejects with PlantStoreError 404 when no such plant is stored. */
+  deletePlant(id: bigint | number, options?: RequestOptions): Promise<void>;
 };
 
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
-
-/** Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND) is in its cause. */
-function describe(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const cause = error instanceof Error ? error.cause : undefined;
-  return cause instanceof Error ? `${message} (${cause.message})` : message;
-}
 
 function plantsUrl(baseUrl: string): string {
   let url: URL;
@@ -57,25 +58,21 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
   const authorization = `Bearer ${options.token}`;
   // Called as a plain function: a browser's fetch throws "Illegal invocation" when `this` is another object.
   const fetchFn: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const connection = createConnection(url, authorization, fetchFn);
 
   return {
     async createPlant(newPlant, requestOptions = {}) {
       const body = stringifyJsonLossless(toNewPlant(newPlant));
-      const { signal } = requestOptions;
-      let response: Response;
-      try {
-        response = await fetchFn(url, {
-          method: "POST",
-          headers: { Authorization: authorization, "Content-Type": "application/json", Accept: "application/json" },
-          body,
-          ...(signal !== undefined ? { signal } : {}),
-        });
-      } catch (error) {
-        // A caller's own abort is not a protocol failure: hand back what they aborted with.
-        if (signal?.aborted) throw signal.reason;
-        throw new PlantStoreProtocolError(`no response from ${url}: ${describe(error)}`, { cause: error });
-      }
+      const response = await connection.send(url, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body,
+        signal: requestOptions.signal,
+      });
       return readPlantResponse(response);
     },
+    listPlants: (listOptions = {}, requestOptions = {}) => listPlants(connection, listOptions, requestOptions.signal),
+    iteratePlants: (listOptions = {}, requestOptions = {}) => iteratePlants(connection, listOptions, requestOptions.signal),
+    deletePlant: (id, requestOptions = {}) => deletePlant(connection, id, requestOptions.signal),
   };
 }

@@ -36,12 +36,13 @@ export class PlantStoreProtocolError extends Error {
 
 export type InputIssue = { path: string; message: string };
 
-/** The plant was refused locally, before any request: the server would have refused it too. */
+/** The input was refused locally, before any request: the server would have refused it too. */
 export class PlantStoreInputError extends Error {
   readonly issues: readonly InputIssue[];
 
-  constructor(issues: readonly InputIssue[]) {
-    super(`invalid plant: ${issues.map((i) => (i.path.length > 0 ? `${i.path} ${i.message}` : i.message)).join("; ")}`);
+  /** `subject` names what was refused in the message: a plant, an id, list options. */
+  constructor(issues: readonly InputIssue[], subject = "plant") {
+    super(`invalid ${subject}: ${issues.map((i) => (i.path.length > 0 ? `${i.path} ${i.message}` : i.message)).join("; ")}`);
     this.name = "PlantStoreInputError";
     this.issues = issues;
   }

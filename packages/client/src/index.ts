@@ -6,4 +6,5 @@ export {
 } from "./create-client.ts";
 export { PlantStoreError, PlantStoreInputError, PlantStoreProtocolError, type InputIssue } from "./errors.ts";
 export type { NewPlantInput } from "./new-plant-input.ts";
-export type { ErrorCodeName, NewPlant, Plant } from "@plantstore/schema";
+export type { ListPlantsOptions, PlantPage } from "./list-plants.ts";
+export type { ErrorCodeName, ListPlantsQuery, NewPlant, Plant, PlantList } from "@plantstore/schema";

@@ -147,14 +147,17 @@ webhooks
 webhooks
   .command("deliveries")
   .description("Show recent deliveries and their attempts.")
-  .option("--failed", "only deliveries that failed at least once or gave up")
+  .option("--failed", "only deliveries still failing: being retried, or given up")
+  .option("--attempts", "also list every recorded attempt: when, the receiver's status or the error, how long")
   .option("--limit <n>", "how many", "50")
   .option(...dbOption)
   .option("--json", "machine-readable output")
-  .action(async (options: { failed?: boolean; limit: string; databaseUrl?: string; json?: boolean }) => {
+  .action(async (options: { failed?: boolean; attempts?: boolean; limit: string; databaseUrl?: string; json?: boolean }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      const rows = admin.deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) });
+      const rows = admin
+        .deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) })
+        .map((d) => (options.attempts === true ? { ...d, attemptLog: admin.attempts(d.id) } : d));
       print(
         Boolean(options.json),
         rows,
@@ -162,7 +165,10 @@ webhooks
           .map(
             (d) =>
               `${d.id}  ${d.status}  attempts ${d.attempts}  ${d.messageId}  ${d.subscriberId}` +
-              (d.lastStatus !== null || d.lastError !== null ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}` : ""),
+              (d.lastStatus !== null || d.lastError !== null ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}` : "") +
+              ("attemptLog" in d
+                ? d.attemptLog.map((a) => `\n    ${a.attemptedAt}  ${a.statusCode ?? a.error ?? ""}  ${a.durationMs} ms`).join("")
+                : ""),
           )
           .join("\n") || "no deliveries",
       );
@@ -179,7 +185,11 @@ webhooks
   .action(async (delivery: string, options: { databaseUrl?: string }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      if (!/^\d+$/.test(delivery) || !admin.replay(Number(delivery))) throw new Error(`no delivery ${delivery}`);
+      const outcome = /^\d+$/.test(delivery) ? admin.replay(Number(delivery)) : "no_delivery";
+      if (outcome === "no_delivery") throw new Error(`no delivery ${delivery}`);
+      if (outcome !== "queued") {
+        throw new Error(`delivery ${delivery} cannot be sent: its subscriber was ${outcome === "subscriber_removed" ? "removed" : "disabled"}`);
+      }
       process.stdout.write(`delivery ${delivery} queued again\n`);
     } finally {
       admin.close();

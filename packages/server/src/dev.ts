@@ -6,7 +6,9 @@ import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
 
 /**
- * `pnpm turbo dev`: the server on SQLite under ./data, restarted by `node --watch` on change.
+ * `pnpm turbo dev`: the server on SQLite under ./data, restarted by `node --watch-path` when our sources (this package and @plantstore/schema) change.
+ * Only source folders are watched: under `--watch` every imported file counts, and a `pnpm install`
+ * anywhere on the machine re-links files in the shared store (an inode change), restarting the server.
  * A development token is made once and kept in ./data/dev-token so restarts keep the same curl line.
  */
 const TOKEN_FILE = resolve("data/dev-token");

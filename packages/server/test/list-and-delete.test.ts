@@ -105,6 +105,57 @@ describe("GET /plants", () => {
     expect(nextQuery(firstPage)).toBe("?limit=100&after=1000099&tag=bulk");
   });
 
+  it("has no Link when the last page is exactly full, and one when a single plant more follows", async () => {
+    await createMany(Array.from({ length: 10 }, (_, i) => BigInt(500_000 + i)), "exact");
+    const full = await list("?tag=exact&limit=10");
+    expect(idsOf(full)).toHaveLength(10);
+    expect(full.headers["link"]).toBeUndefined();
+    const short = await list("?tag=exact&limit=9");
+    expect(idsOf(short)).toHaveLength(9);
+    expect(nextQuery(short)).toBe("?limit=9&after=500008&tag=exact");
+    const rest = await list(nextQuery(short)!);
+    expect(idsOf(rest)).toEqual([500_009n]);
+    expect(rest.headers["link"]).toBeUndefined();
+    const halves = await list("?tag=exact&limit=5");
+    const second = await list(nextQuery(halves)!);
+    expect(idsOf(second)).toEqual([500_005n, 500_006n, 500_007n, 500_008n, 500_009n]);
+    expect(second.headers["link"]).toBeUndefined();
+  });
+
+  it("answers at most 1000 with limit=1000, and a Link when more follow", async () => {
+    await createMany(Array.from({ length: 1001 }, (_, i) => BigInt(600_000 + i)), "kilo");
+    const first = await list("?tag=kilo&limit=1000");
+    expect(idsOf(first)).toHaveLength(1000);
+    expect(nextQuery(first)).toBe("?limit=1000&after=600999&tag=kilo");
+    const rest = await list(nextQuery(first)!);
+    expect(idsOf(rest)).toEqual([601_000n]);
+    expect(rest.headers["link"]).toBeUndefined();
+  });
+
+  it("takes cursors at the int64 bounds", async () => {
+    const top = await list("?after=9223372036854775807");
+    expect(top.status).toBe(200);
+    expect(top.text).toBe("[]");
+    expect(top.headers["link"]).toBeUndefined();
+    const bottom = await list("?after=-9223372036854775808&limit=1");
+    expect(idsOf(bottom)[0]! > -9223372036854775808n).toBe(true);
+    expect(nextQuery(bottom)).toMatch(/^\?limit=1&after=-?\d+$/);
+  });
+
+  it("keeps a tag with reserved characters intact in the Link", async () => {
+    const tag = "a&b c/é?=#+";
+    for (const id of [700_001, 700_002]) {
+      expect((await server.createRaw(JSON.stringify({ id, name: `p${id}`, tag }))).status).toBe(200);
+    }
+    const first = await list(`?tag=${encodeURIComponent(tag)}&limit=1`);
+    expect(idsOf(first)).toEqual([700_001n]);
+    const link = nextQuery(first)!;
+    expect(new URLSearchParams(link).get("tag")).toBe(tag);
+    const second = await list(link);
+    expect(idsOf(second)).toEqual([700_002n]);
+    expect(second.headers["link"]).toBeUndefined();
+  });
+
   it("walks 10,000 plants page by page with no gap or repeat while others are being created", async () => {
     const ids = Array.from({ length: 10_000 }, (_, i) => BigInt(2_000_000 + i * 3));
     await createMany(ids, "walk");

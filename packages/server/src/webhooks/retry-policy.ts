@@ -1,10 +1,11 @@
 /**
  * When to try a failed delivery again: exponential backoff from `baseMs`, doubling per attempt up
  * to six hours, with ±50% jitter so receivers coming back are not hit by every sender at once.
- * With the default 5 s base, MAX_ATTEMPTS spans about three days (about 2 h of quick retries,
- * then every ~6 h). A receiver's `Retry-After` wins when it asks for longer, up to a day.
+ * With the default 5 s base, MAX_ATTEMPTS spans about three days: thirteen quickening retries over
+ * the first ~11 h, then one every ~6 h (retry-policy.test.ts adds the schedule up). A receiver's
+ * `Retry-After` wins when it asks for longer, up to a day.
  */
-export const MAX_ATTEMPTS = 22;
+export const MAX_ATTEMPTS = 24;
 const CAP_MS = 6 * 60 * 60 * 1000;
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000;
 

@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
 import { Webhook } from "standardwebhooks";
 import type { ClaimedDelivery } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";
@@ -22,6 +23,16 @@ export function sendDelivery(delivery: ClaimedDelivery, policy: OutboundPolicy, 
   const signature = new Webhook(delivery.secret).sign(delivery.messageId, timestamp, delivery.payload);
   const url = new URL(delivery.url);
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  // Node connects to an IP literal without calling `lookup`, so the guard must see it here.
+  const literal = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(literal) !== 0 && !policy.isAllowedAddress(literal, literal)) {
+    return Promise.resolve({
+      statusCode: null,
+      retryAfter: undefined,
+      error: `webhook target ${literal} is a non-public address (not in PLANTSTORE_WEBHOOK_ALLOWED_HOSTS)`,
+      durationMs: Math.round(performance.now() - started),
+    });
+  }
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: Omit<SendResult, "durationMs">) => {

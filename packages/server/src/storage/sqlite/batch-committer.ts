@@ -27,12 +27,17 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   );
   const claimDetails = db.prepare(
     `SELECT e.message_id, e.payload, e.created_at, s.url, s.secret
-     FROM webhook_events e, webhook_subscribers s WHERE e.id = ? AND s.id = ?`,
+     FROM webhook_events e, webhook_subscribers s WHERE e.id = ? AND s.id = ? AND s.active = 1`,
   );
+  const cancelDelivery = db.prepare(
+    "UPDATE webhook_deliveries SET status = 'cancelled', lease_until = 0, updated_at = ? WHERE id = ?",
+  );
+  // A delivery cancelled while its attempt was in flight (subscriber removed, or 410 from another
+  // attempt) stays cancelled: the attempt is recorded, the delivery is not revived.
   const updateDelivery = db.prepare(
     `UPDATE webhook_deliveries
-     SET status = ?, attempts = attempts + 1, next_attempt_at = ?, lease_until = 0,
-         last_status = ?, last_error = ?, updated_at = ?
+     SET status = CASE status WHEN 'cancelled' THEN 'cancelled' ELSE ? END, attempts = attempts + 1,
+         next_attempt_at = ?, lease_until = 0, last_status = ?, last_error = ?, updated_at = ?
      WHERE id = ?`,
   );
   const insertAttempt = db.prepare(
@@ -75,14 +80,16 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       subscriber_id: string;
       attempts: number | bigint;
     }>;
-    return rows.map((row) => {
-      const details = claimDetails.get(row.event_id, row.subscriber_id) as {
-        message_id: string;
-        payload: string;
-        created_at: number | bigint;
-        url: string;
-        secret: string;
-      };
+    return rows.flatMap((row) => {
+      const details = claimDetails.get(row.event_id, row.subscriber_id) as
+        | { message_id: string; payload: string; created_at: number | bigint; url: string; secret: string }
+        | undefined;
+      if (details === undefined) {
+        // Its subscriber was removed or disabled meanwhile: nothing to send, and it must not be
+        // claimed again (it would come first in every claim, ahead of deliveries that can be sent).
+        cancelDelivery.run(now, row.id);
+        return [];
+      }
       return {
         deliveryId: Number(row.id),
         attempts: Number(row.attempts),

@@ -19,6 +19,9 @@ export type DeliveryRow = {
   lastError: string | null;
 };
 
+/** One recorded attempt of a delivery: the receiver's status, or why no status came back. */
+export type AttemptRow = { attemptedAt: string; statusCode: number | null; error: string | null; durationMs: number };
+
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
@@ -98,15 +101,45 @@ export class WebhookAdmin {
     }));
   }
 
-  /** Queues a delivery to be sent again now (same webhook-id), whatever its state. */
-  replay(id: number): boolean {
+  /** Every recorded attempt of a delivery, oldest first. */
+  attempts(deliveryId: number): AttemptRow[] {
+    const rows = this.#db
+      .prepare("SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id")
+      .all(deliveryId) as Array<Record<string, unknown>>;
+    return rows.map((r) => ({
+      attemptedAt: new Date(Number(r["attempted_at"])).toISOString(),
+      statusCode: r["status_code"] === null ? null : Number(r["status_code"]),
+      error: r["error"] === null ? null : String(r["error"]),
+      durationMs: Number(r["duration_ms"]),
+    }));
+  }
+
+  /**
+   * Queues a delivery to be sent again now (same webhook-id), whatever its state, unless there is
+   * no such delivery or its subscriber was removed or disabled since (nothing could be sent).
+   */
+  replay(id: number): "queued" | "no_delivery" | "subscriber_removed" | "subscriber_disabled" {
     const now = Date.now();
-    return (
-      Number(
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const row = this.#db
+        .prepare(
+          `SELECT s.active FROM webhook_deliveries d LEFT JOIN webhook_subscribers s ON s.id = d.subscriber_id
+           WHERE d.id = ?`,
+        )
+        .get(id) as { active: number | null } | undefined;
+      const outcome =
+        row === undefined ? "no_delivery" : row.active === null ? "subscriber_removed" : row.active === 1 ? "queued" : "subscriber_disabled";
+      if (outcome === "queued") {
         this.#db
           .prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, updated_at = ? WHERE id = ?")
-          .run(now, now, id).changes,
-      ) === 1
-    );
+          .run(now, now, id);
+      }
+      this.#db.exec("COMMIT");
+      return outcome;
+    } catch (error) {
+      this.#db.exec("ROLLBACK");
+      throw error;
+    }
   }
 }

@@ -1,0 +1,80 @@
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "./harness.ts";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+type Json = Record<string, unknown>;
+type Operation = {
+  operationId: string;
+  parameters?: Array<{ in: string; name: string; required?: boolean; schema: Json }>;
+  requestBody?: { required?: boolean; content: Record<string, { schema: Json }> };
+  responses: Record<string, { description: string; headers?: Record<string, Json>; content?: Record<string, { schema: Json }>; "x-error-codes"?: Array<{ error: number }> }>;
+};
+const doc = () => server.served as unknown as { paths: Record<string, Record<string, Operation>>; webhooks: Record<string, Record<string, Operation>>; components: { schemas: Json } };
+const codes = (operation: Operation | undefined, status: string) => operation?.responses[status]?.["x-error-codes"]?.map((c) => c.error);
+
+describe("the served document describes GET /plants", () => {
+  const list = () => doc().paths["/plants"]?.["get"];
+
+  it("with its query: limit (1–1000, default 100), after (int64) and tag", () => {
+    const parameters = Object.fromEntries((list()?.parameters ?? []).map((p) => [p.name, p]));
+    expect(list()?.operationId).toBe("listPlants");
+    expect(parameters["limit"]).toMatchObject({ in: "query", schema: { type: "integer", format: "int32", minimum: 1, maximum: 1000, default: 100 } });
+    expect(parameters["after"]).toMatchObject({ in: "query", schema: { type: "integer", format: "int64" } });
+    expect(parameters["tag"]).toMatchObject({ in: "query", schema: { type: "string" } });
+    for (const name of ["limit", "after", "tag"]) expect(parameters[name]?.required ?? false).toBe(false);
+  });
+
+  it("answering an array of NewPlant with a Link header, or the Error body with 40005", () => {
+    const ok = list()?.responses["200"];
+    expect(ok?.content?.["application/json"]?.schema).toEqual({ type: "array", items: { $ref: "#/components/schemas/NewPlant" } });
+    expect(ok?.headers?.["Link"]).toBeDefined();
+    expect(codes(list(), "400")).toEqual([40005]);
+    expect(codes(list(), "401")).toEqual([40100, 40101]);
+  });
+});
+
+describe("the served document describes DELETE /plants/{id}", () => {
+  const remove = () => doc().paths["/plants/{id}"]?.["delete"];
+
+  it("with a required int64 path id, 204 without a body, 404 (40401) and 400 (40005)", () => {
+    expect(remove()?.operationId).toBe("deletePlant");
+    expect(remove()?.parameters).toEqual([
+      expect.objectContaining({ in: "path", name: "id", required: true, schema: expect.objectContaining({ type: "integer", format: "int64" }) }),
+    ]);
+    expect(remove()?.responses["204"]).toBeDefined();
+    expect(remove()?.responses["204"]?.content).toBeUndefined();
+    expect(codes(remove(), "404")).toEqual([40401]);
+    expect(codes(remove(), "400")).toEqual([40005]);
+  });
+});
+
+describe("the served document's webhooks section", () => {
+  const hook = () => doc().webhooks?.["/plant/webhook"]?.["post"];
+
+  it("describes /plant/webhook: a POST of a NewPlant, signed with the Standard Webhooks headers", () => {
+    expect(hook()?.requestBody).toEqual({ required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } } });
+    const headers = Object.fromEntries((hook()?.parameters ?? []).filter((p) => p.in === "header").map((p) => [p.name, p.required]));
+    expect(headers).toEqual({ "webhook-id": true, "webhook-timestamp": true, "webhook-signature": true });
+    expect(hook()?.responses["200"]).toBeDefined();
+    expect(hook()?.responses["410"]).toBeDefined();
+  });
+
+  it("whose body schema accepts exactly what a delivery sends (NewPlant with an exact int64 id)", () => {
+    const ajv = new Ajv2020({ strict: false });
+    ajv.addFormat("int64", { type: "number", validate: () => true });
+    ajv.addFormat("int32", { type: "number", validate: () => true });
+    ajv.addSchema({ $id: "doc", components: doc().components } as Json);
+    const validate = ajv.compile({ $ref: "doc#/components/schemas/NewPlant" });
+    expect(validate({ id: 7, name: "Fern", tag: "fern" })).toBe(true);
+    expect(validate({ id: 7, name: "Fern" })).toBe(true);
+    expect(validate({ name: "Fern" })).toBe(false);
+  });
+});

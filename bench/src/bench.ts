@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { authSetup } from "./auth-target.ts";
 import { openBackend, type Backend } from "./backends.ts";
 import { runLoad, type LoadResult } from "./load.ts";
 import { parseOptions, USAGE, UsageError, type BenchOptions } from "./options.ts";
@@ -38,10 +39,13 @@ async function bench(options: BenchOptions): Promise<number> {
   const scratch = mkdtempSync(join(tmpdir(), "plantstore-bench-"));
   const token = randomBytes(24).toString("base64url");
   const started: Target[] = [];
+  const tokens = new Map<string, string>();
   let backend: Backend | undefined;
+  let authBackend: Backend | undefined;
   const cleanUp = async () => {
     await Promise.all(started.map((t) => t.stop()));
     await backend?.dispose();
+    await authBackend?.dispose();
     rmSync(scratch, { recursive: true, force: true });
   };
   // Ctrl-C must not leave servers behind holding ports and CPU.
@@ -58,6 +62,8 @@ async function bench(options: BenchOptions): Promise<number> {
       PLANTSTORE_DURABILITY: options.durability,
       // info, not warn: the listening line with the URL is logged at info; nothing is logged per request.
       PLANTSTORE_LOG_LEVEL: "info",
+      // The per-token limiter runs for issued tokens and JWTs (its cost is part of theirs), but never refuses here.
+      PLANTSTORE_RATE_LIMIT_TOKEN: "100000000/60s",
       ...(options.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(options.workers) }),
     };
     started.push(await startTarget("baseline", [BASELINE_SCRIPT], {}));
@@ -65,8 +71,20 @@ async function bench(options: BenchOptions): Promise<number> {
     const workers = options.workers ?? 1;
     const ourStart = workers > 1 ? { port: await freePort(), listeners: workers } : {};
     started.push(await startTarget("ours", [server.bin, "serve"], ourEnv, ourStart));
+    tokens.set("ours", token);
+    if (options.auth !== "static") {
+      // The same server on a database of its own, authenticating an issued token or a JWT.
+      const authDir = join(scratch, options.auth);
+      mkdirSync(authDir);
+      authBackend = await openBackend(options.backend, authDir);
+      const env = { ...ourEnv, ...authBackend.env, PLANTSTORE_TOKENS: "" };
+      const setup = authSetup(options.auth, server.bin, env);
+      const authStart = workers > 1 ? { port: await freePort(), listeners: workers } : {};
+      started.push(await startTarget(`ours-${options.auth}`, [server.bin, "serve"], { ...env, ...setup.env }, authStart));
+      tokens.set(`ours-${options.auth}`, setup.token);
+    }
     const load = (target: Target, durationSec: number) =>
-      runLoad({ url: target.url, token, connections: options.connections, durationSec });
+      runLoad({ url: target.url, token: tokens.get(target.name) ?? token, connections: options.connections, durationSec });
 
     const warmups = new Map<string, LoadResult | null>();
     for (const target of started) {
@@ -106,6 +124,9 @@ async function bench(options: BenchOptions): Promise<number> {
     }
     const baselineRps = targets["baseline"]!.summary.requestsPerSecMean;
     const ratio = baselineRps === 0 ? 0 : targets["ours"]!.summary.requestsPerSecMean / baselineRps;
+    const authTarget = targets[`ours-${options.auth}`];
+    const oursRps = targets["ours"]!.summary.requestsPerSecMean;
+    const authRatio = authTarget === undefined || oursRps === 0 ? undefined : authTarget.summary.requestsPerSecMean / oursRps;
     const failures = findFailures(targets);
 
     const report = {
@@ -125,7 +146,7 @@ async function bench(options: BenchOptions): Promise<number> {
         gitCommit: gitCommit(),
       },
       request: { method: "POST", path: "/plants", body: '{"id":<unique>,"name":"Fern","tag":"fern"}' },
-      ratio: { requestsPerSec: ratio },
+      ratio: { requestsPerSec: ratio, ...(authRatio === undefined ? {} : { authVsStatic: authRatio }) },
       targets,
     };
 
@@ -138,7 +159,9 @@ async function bench(options: BenchOptions): Promise<number> {
         ` (warm-up ${options.warmup} s), backend ${backend.name}, durability ${options.durability}` +
         `${options.workers === undefined ? "" : `, workers ${options.workers}`}, ${cpus().length} CPUs\n\n`,
     );
-    process.stdout.write(`${formatTable(targets, ratio)}\nresults: ${out}\n`);
+    process.stdout.write(`${formatTable(targets, ratio)}\n`);
+    if (authRatio !== undefined) process.stdout.write(`ours-${options.auth}/ours (static token) req/s: ${authRatio.toFixed(3)}\n`);
+    process.stdout.write(`results: ${out}\n`);
     if (failures.length > 0) {
       process.stderr.write(`\nFAILED: these numbers do not measure what they claim:\n  ${failures.join("\n  ")}\n`);
       return 1;

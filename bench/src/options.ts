@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { BACKEND_NAMES } from "./backends.ts";
 
 export type Durability = "full" | "normal";
+export type Auth = "static" | "opaque" | "jwt";
 
 export type BenchOptions = {
   /** Seconds per measured round. */
@@ -12,6 +13,12 @@ export type BenchOptions = {
   warmup: number;
   backend: string;
   durability: Durability;
+  /**
+   * `static`: our server with a PLANTSTORE_TOKENS token (the default). `opaque` / `jwt`: also a
+   * second copy of our server, measured in the same alternating rounds, authenticated with an
+   * issued `ps_` token or an HS256 JWT, so the cost of that authentication is a side-by-side ratio.
+   */
+  auth: Auth;
   /** Passed to our server as PLANTSTORE_WORKERS when set; unset leaves the server's default. */
   workers: number | undefined;
   smoke: boolean;
@@ -28,6 +35,8 @@ export const USAGE = `Usage: pnpm bench [options]
   --backend <name>    storage for our server: sqlite (default)
   --durability <d>    full | normal, passed as PLANTSTORE_DURABILITY (default full)
   --workers <n>       passed as PLANTSTORE_WORKERS (default: unset)
+  --auth <kind>       static (default) | opaque | jwt: also measure our server authenticating
+                      an issued token or a JWT, beside the static-token one
   --smoke             a short run proving the harness works
   --out <file>        write the JSON here instead of bench/results/<timestamp>.json
   --help              show this text`;
@@ -56,6 +65,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         backend: { type: "string" },
         durability: { type: "string" },
         workers: { type: "string" },
+        auth: { type: "string" },
         smoke: { type: "boolean", default: false },
         out: { type: "string" },
         help: { type: "boolean", default: false },
@@ -70,6 +80,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (durability !== "full" && durability !== "normal") {
     throw new UsageError(`--durability must be full or normal, got ${durability}`);
   }
+  const auth = values.auth ?? "static";
+  if (auth !== "static" && auth !== "opaque" && auth !== "jwt") throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
   const backend = values.backend ?? "sqlite";
   if (!BACKEND_NAMES.includes(backend)) {
     throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${backend}`);
@@ -81,6 +93,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     warmup: positiveInt("warmup", values.warmup, smoke ? 0 : 3, 0),
     backend,
     durability,
+    auth,
     workers: values.workers === undefined ? undefined : positiveInt("workers", values.workers, 1),
     smoke,
     out: values.out,

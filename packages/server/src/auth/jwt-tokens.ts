@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { ApiError } from "../http/api-error.ts";
 import type { Authenticator, Principal } from "./principal.ts";
+import { sha256 } from "./static-tokens.ts";
 
 export type JwtOptions = {
   issuer: string;
@@ -65,7 +65,7 @@ function isKeySourceFailure(error: unknown): boolean {
  * never the token itself) for up to a minute, and not past its `exp`.
  */
 export function createJwtAuthenticator(options: JwtOptions): Authenticator {
-  const key: Uint8Array | JWTVerifyGetKey =
+  const keys: Uint8Array | JWTVerifyGetKey =
     "secret" in options.keys
       ? new TextEncoder().encode(options.keys.secret)
       : createRemoteJWKSet(new URL(options.keys.jwksUrl), {
@@ -78,45 +78,48 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
   const verified = new Map<string, { principal: Principal; until: number }>();
 
   return {
-    async authenticate(token) {
+    authenticate(token, digest) {
       if (!COMPACT_JWS.test(token)) return undefined;
-      const digest = createHash("sha256").update(token).digest("base64");
+      const key = (digest ?? sha256(token)).toString("latin1");
       const now = Date.now();
-      const cached = verified.get(digest);
+      const cached = verified.get(key);
       if (cached !== undefined) {
         if (now < cached.until) return cached.principal;
-        verified.delete(digest);
+        verified.delete(key);
       }
-
-      let payload: JWTPayload;
-      try {
-        ({ payload } = await jwtVerify(token, key as JWTVerifyGetKey, {
-          issuer: options.issuer,
-          audience: options.audience,
-          algorithms,
-          clockTolerance: options.clockSkewSec,
-          requiredClaims: ["exp", "sub"],
-        }));
-      } catch (error) {
-        if (isKeySourceFailure(error)) {
-          throw new ApiError("UNAVAILABLE", "the identity provider's signing keys cannot be fetched", { cause: error });
-        }
-        return undefined;
-      }
-      const expiresAt = payload.exp! * 1000;
-      const name = typeof payload["client_id"] === "string" ? payload["client_id"] : typeof payload.azp === "string" ? payload.azp : undefined;
-      const principal: Principal = {
-        kind: "jwt",
-        tokenId: payload.sub!,
-        name,
-        scopes: scopesOf(payload),
-        expiresAt,
-        // Per subject, not per token: a client that fetches a new token does not get a new allowance.
-        rateLimitKey: `jwt:${payload.sub!}`,
-      };
-      if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value!);
-      verified.set(digest, { principal, until: Math.min(now + trustFor, expiresAt + options.clockSkewSec * 1000) });
-      return principal;
+      return verify(token, key, now);
     },
   };
+
+  async function verify(token: string, cacheKey: string, now: number): Promise<Principal | undefined> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, keys as JWTVerifyGetKey, {
+        issuer: options.issuer,
+        audience: options.audience,
+        algorithms,
+        clockTolerance: options.clockSkewSec,
+        requiredClaims: ["exp", "sub"],
+      }));
+    } catch (error) {
+      if (isKeySourceFailure(error)) {
+        throw new ApiError("UNAVAILABLE", "the identity provider's signing keys cannot be fetched", { cause: error });
+      }
+      return undefined;
+    }
+    const expiresAt = payload.exp! * 1000;
+    const name = typeof payload["client_id"] === "string" ? payload["client_id"] : typeof payload.azp === "string" ? payload.azp : undefined;
+    const principal: Principal = {
+      kind: "jwt",
+      tokenId: payload.sub!,
+      name,
+      scopes: scopesOf(payload),
+      expiresAt,
+      // Per subject, not per token: a client that fetches a new token does not get a new allowance.
+      rateLimitKey: `jwt:${payload.sub!}`,
+    };
+    if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value!);
+    verified.set(cacheKey, { principal, until: Math.min(now + trustFor, expiresAt + options.clockSkewSec * 1000) });
+    return principal;
+  }
 }

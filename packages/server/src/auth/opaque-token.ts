@@ -31,6 +31,7 @@ function base62(bytes: Buffer): string {
  * request. A stolen database therefore yields no usable token.
  */
 export function hashOpaqueToken(token: string): Buffer {
+  // The same digest the other authenticators use, so one hash per request serves them all.
   return createHash("sha256").update(token, "utf8").digest();
 }
 

@@ -74,22 +74,32 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     return authenticator;
   }
 
-  async authenticate(token: string): Promise<Principal | undefined> {
+  /** Synchronous on the usual path (a fresh cache that has the id); a promise only when it must wait. */
+  authenticate(token: string, digest?: Buffer): Principal | undefined | Promise<Principal | undefined> {
     const id = opaqueTokenId(token);
     if (id === undefined) return undefined;
     const now = Date.now();
     if (now - this.#checkedAt > MAX_STALENESS_MS) {
-      try {
-        await this.#refresh();
-      } catch (error) {
-        // Without a fresh check a revoked token could still pass: refuse to decide rather than guess.
-        throw new ApiError("UNAVAILABLE", "the token store is not reachable", { cause: error });
-      }
+      return this.#refresh().then(
+        () => this.#lookUp(id, token, digest, Date.now()),
+        (error: unknown) => {
+          // Without a fresh check a revoked token could still pass: refuse to decide rather than guess.
+          throw new ApiError("UNAVAILABLE", "the token store is not reachable", { cause: error });
+        },
+      );
     }
-    let entry = this.#cache.get(id);
-    if (entry === undefined) entry = await this.#load(id);
+    return this.#lookUp(id, token, digest, now);
+  }
+
+  #lookUp(id: string, token: string, digest: Buffer | undefined, now: number): Principal | undefined | Promise<Principal | undefined> {
+    const entry = this.#cache.get(id);
+    if (entry === undefined) return this.#load(id).then((loaded) => this.#check(loaded, id, token, digest, now));
+    return this.#check(entry, id, token, digest, now);
+  }
+
+  #check(entry: CacheEntry, id: string, token: string, digest: Buffer | undefined, now: number): Principal | undefined {
     if (entry === null) return undefined;
-    if (!timingSafeEqual(hashOpaqueToken(token), entry.secretHash)) return undefined;
+    if (!timingSafeEqual(digest ?? hashOpaqueToken(token), entry.secretHash)) return undefined;
     const { principal } = entry;
     if (entry.revoked || (principal.expiresAt !== null && now >= principal.expiresAt)) return undefined;
     this.#lastUsed.set(id, now);

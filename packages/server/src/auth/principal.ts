@@ -20,9 +20,11 @@ export type Scope = (typeof ALL_SCOPES)[number];
 /**
  * The one seam between a presented bearer token and a principal. `undefined` means "not a valid
  * token" (401); a thrown ApiError (e.g. the token database is unreachable) is answered as it is.
+ * `digest` is the token's SHA-256, when the caller has it already: every kind of token is looked
+ * up or compared by it, so a request hashes its token once (see auth/authenticators.ts).
  */
 export interface Authenticator {
-  authenticate(token: string): Promise<Principal | undefined> | Principal | undefined;
+  authenticate(token: string, digest?: Buffer): Promise<Principal | undefined> | Principal | undefined;
   /** Stops background work (cache refresh, last-used flush) and flushes what it holds. */
   close?(): Promise<void>;
 }

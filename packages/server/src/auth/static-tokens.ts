@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { ALL_SCOPES, type Authenticator, type Principal } from "./principal.ts";
 
-const digest = (token: string) => createHash("sha256").update(token, "utf8").digest();
+export const sha256 = (token: string): Buffer => createHash("sha256").update(token, "utf8").digest();
 
 /**
  * Tokens from `PLANTSTORE_TOKENS`, for bootstrapping and development. Only SHA-256 digests are
@@ -10,7 +10,7 @@ const digest = (token: string) => createHash("sha256").update(token, "utf8").dig
  */
 export function createStaticTokenAuthenticator(tokens: readonly string[]): Authenticator {
   const entries = tokens.map((token, index) => ({
-    digest: digest(token),
+    digest: sha256(token),
     principal: {
       kind: "static",
       tokenId: `static-${index + 1}`,
@@ -21,9 +21,9 @@ export function createStaticTokenAuthenticator(tokens: readonly string[]): Authe
     } satisfies Principal,
   }));
   return {
-    authenticate(token) {
+    authenticate(token, digest) {
       if (entries.length === 0) return undefined;
-      const presented = digest(token);
+      const presented = digest ?? sha256(token);
       let found: Principal | undefined;
       for (const entry of entries) {
         if (timingSafeEqual(presented, entry.digest)) found = entry.principal;

@@ -11,7 +11,7 @@ const BENCH = fileURLToPath(new URL("../src/bench.ts", import.meta.url));
 // The harness with --auth: a third target, authenticated another way, answering only 200s.
 // Speed is never asserted.
 describe("pnpm bench --smoke --auth", () => {
-  it.each([["opaque"], ["jwt"]])("--auth %s measures ours-%s beside ours and reports their ratio", { timeout: 120_000 }, async (auth) => {
+  it.each([["opaque"], ["jwt"]])("--auth %s measures a third target beside ours and reports their ratio", { timeout: 120_000 }, async (auth) => {
     const dir = mkdtempSync(join(tmpdir(), "plantstore-bench-auth-"));
     const out = join(dir, "result.json");
     try {

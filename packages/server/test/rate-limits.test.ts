@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { expectErrorShape, rawRequest, startTestServer, testConfig, TOKEN, type TestResponse } from "./harness.ts";
-import { issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
+import { databaseUrlOf, issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const get = (url: string, token?: string) =>
@@ -35,7 +35,7 @@ describe("the per-token limit", () => {
     await using server = await startTestServer({
       rateLimits: { token: { name: "token", points: 3, windowSec: 2 }, authFailures: null },
     });
-    const { token } = await issueToken(server.databasePath);
+    const { token } = await issueToken(databaseUrlOf(server));
     const send = () => server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
     for (const remaining of [2, 1, 0]) {
       const ok = await send();
@@ -47,7 +47,7 @@ describe("the per-token limit", () => {
     const retryAfter = expectRateLimited(refused, "token", 3, 2);
     // Another token has its own allowance; the operator's PLANTSTORE_TOKENS are not limited.
     expect((await send()).status).toBe(429);
-    const other = await issueToken(server.databasePath);
+    const other = await issueToken(databaseUrlOf(server));
     expect((await get(server.url, other.token)).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await get(server.url, TOKEN)).status).toBe(200);
 
@@ -62,7 +62,7 @@ describe("the per-token limit", () => {
 
   it("is off with PLANTSTORE_RATE_LIMIT_TOKEN=off: no 429 and no RateLimit fields", async () => {
     await using server = await startTestServer({ rateLimits: { token: null, authFailures: null } });
-    const { token } = await issueToken(server.databasePath);
+    const { token } = await issueToken(databaseUrlOf(server));
     for (let i = 0; i < 5; i++) {
       const response = await get(server.url, token);
       expect(response.status).toBe(200);
@@ -76,7 +76,7 @@ describe("the failed-authentication limit per client address", () => {
     await using server = await startTestServer({
       rateLimits: { token: null, authFailures: { name: "auth-failures", points: 3, windowSec: 2 } },
     });
-    const { token } = await issueToken(server.databasePath);
+    const { token } = await issueToken(databaseUrlOf(server));
     for (let i = 0; i < 3; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     const refused = await server.send({ method: "GET", path: "/plants", headers: { authorization: "Bearer wrong-4" } });
     const retryAfter = expectRateLimited(refused, "auth-failures", 3, 2);
@@ -110,7 +110,7 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
     };
     const running = await startServer({ config: testConfig(`sqlite:${join(dir, "p.db")}`, overrides), logger: createLogger("info", sink) });
     try {
-      const { token } = await issueToken(join(dir, "p.db"));
+      const { token } = await issueToken(`sqlite:${join(dir, "p.db")}`);
       expect((await get(running.url, token)).status).toBe(200);
       expect((await get(running.url, token)).status).toBe(200);
       expectRateLimited(await get(running.url, token), "token", 2, 60);
@@ -174,7 +174,7 @@ describe("the per-token limit shared through Redis by two server processes", () 
       redisPrefix: ownPrefix,
       rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures: null },
     });
-    const { id, token } = await issueToken(server.databasePath);
+    const { id, token } = await issueToken(databaseUrlOf(server));
     const key = `${ownPrefix}token:opaque:${id}`;
     try {
       expect((await get(server.url, token)).headers["ratelimit"]).toMatch(/r=99;/);
@@ -216,7 +216,7 @@ describe("the per-token limit shared through Redis by two server processes", () 
     servers.push(await startServerProcess(env));
     servers.push(await startServerProcess(env));
     const [a, b] = servers as [ServerProcess, ServerProcess];
-    const { token } = await issueToken(databasePath);
+    const { token } = await issueToken(env.DATABASE_URL);
     const remaining: string[] = [];
     for (const server of [a, b, a, b, a]) {
       const response = await get(server.url, token);

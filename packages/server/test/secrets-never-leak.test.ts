@@ -20,7 +20,7 @@ import { issueToken, revokeToken } from "./token-helpers.ts";
 describe("no token ever appears in logs, answers or metrics", () => {
   it("holds for static, issued and JWT tokens, valid or not, through every status", async () => {
     const dir = mkdtempSync(join(tmpdir(), "plantstore-leak-"));
-    const databasePath = join(dir, "p.db");
+    const databaseUrl = `sqlite:${join(dir, "p.db")}`;
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -36,7 +36,7 @@ describe("no token ever appears in logs, answers or metrics", () => {
     const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`;
 
     const running = await startServer({
-      config: testConfig(`sqlite:${databasePath}`, {
+      config: testConfig(databaseUrl, {
         logLevel: "trace",
         metrics: "public",
         jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { jwksUrl, cooldownMs: 0, maxAgeMs: 60_000 }, clockSkewSec: 30 },
@@ -56,9 +56,9 @@ describe("no token ever appears in logs, answers or metrics", () => {
       return response;
     };
     try {
-      const readOnly = await issueToken(databasePath, { scopes: ["plants:read"] });
-      const writer = await issueToken(databasePath);
-      const revoked = await issueToken(databasePath);
+      const readOnly = await issueToken(databaseUrl, { scopes: ["plants:read"] });
+      const writer = await issueToken(databaseUrl);
+      const revoked = await issueToken(databaseUrl);
       const jwt = (scope: string, exp = Math.floor(Date.now() / 1000) + 600) =>
         new SignJWT({ iss: "https://idp.test/", aud: "plantstore", sub: "svc", scope, exp }).setProtectedHeader({ alg: "RS256", kid: "k1" }).sign(privateKey);
       const jwtWriter = await jwt("plants:write plants:read");
@@ -70,7 +70,7 @@ describe("no token ever appears in logs, answers or metrics", () => {
       expect((await call(jwtWriter, "GET", "/whoami")).status).toBe(200);
       expect((await call(readOnly.token)).status).toBe(403);
       expect((await call(jwtReader)).status).toBe(403);
-      await revokeToken(databasePath, revoked.id);
+      await revokeToken(databaseUrl, revoked.id);
       await new Promise((r) => setTimeout(r, 1_000));
       expect((await call(revoked.token)).status).toBe(401);
       expect((await call(wrongOpaque)).status).toBe(401);

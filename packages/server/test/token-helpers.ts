@@ -6,12 +6,17 @@ import type { TokenRecord } from "../src/storage/token-store.ts";
 
 export const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 
-/** Issues a token straight into the database file, as `tokens create` does (another connection, like another process). */
+/** The DATABASE_URL a test server runs on. */
+export function databaseUrlOf(server: { databasePath: string }): string {
+  return `sqlite:${server.databasePath}`;
+}
+
+/** Issues a token straight into the database, as `tokens create` does (another connection, like another process). */
 export async function issueToken(
-  databasePath: string,
+  databaseUrl: string,
   options: { name?: string; scopes?: string[]; expiresAt?: number | null; issued?: NewOpaqueToken } = {},
 ): Promise<{ id: string; token: string }> {
-  const store = openTokenStore(`sqlite:${databasePath}`, "admin");
+  const store = openTokenStore(databaseUrl, "admin");
   try {
     const issued = options.issued ?? newOpaqueToken();
     await store.createToken({
@@ -28,8 +33,8 @@ export async function issueToken(
   }
 }
 
-export async function revokeToken(databasePath: string, idOrName: string): Promise<TokenRecord | undefined> {
-  const store = openTokenStore(`sqlite:${databasePath}`, "admin");
+export async function revokeToken(databaseUrl: string, idOrName: string): Promise<TokenRecord | undefined> {
+  const store = openTokenStore(databaseUrl, "admin");
   try {
     return await store.revokeToken(idOrName, Date.now());
   } finally {
@@ -37,8 +42,8 @@ export async function revokeToken(databasePath: string, idOrName: string): Promi
   }
 }
 
-export async function listTokens(databasePath: string): Promise<TokenRecord[]> {
-  const store = openTokenStore(`sqlite:${databasePath}`, "admin");
+export async function listTokens(databaseUrl: string): Promise<TokenRecord[]> {
+  const store = openTokenStore(databaseUrl, "admin");
   try {
     return await store.listTokens();
   } finally {

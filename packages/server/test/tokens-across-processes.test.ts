@@ -11,15 +11,15 @@ import { issueToken, revokeToken, runBin, startServerProcess, type ServerProcess
  * separate processes beside them, the way an operator would.
  */
 let dir: string;
-let databasePath: string;
+let databaseUrl: string;
 let env: Record<string, string>;
 let a: ServerProcess;
 let b: ServerProcess;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "plantstore-tokens-"));
-  databasePath = join(dir, "p.db");
-  env = { DATABASE_URL: `sqlite:${databasePath}`, PLANTSTORE_TOKENS: "" };
+  databaseUrl = `sqlite:${join(dir, "p.db")}`;
+  env = { DATABASE_URL: databaseUrl, PLANTSTORE_TOKENS: "" };
   // Migrated first, as `plantstore-server migrate` would, so the two servers do not race to do it.
   expect((await runBin(["migrate"], env)).code).toBe(0);
   [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
@@ -34,14 +34,14 @@ const status = async (server: ServerProcess, token: string) =>
 
 describe("revocation across two server processes sharing one database", () => {
   it("takes effect on both within one second", async () => {
-    const { id, token } = await issueToken(databasePath);
+    const { id, token } = await issueToken(databaseUrl);
     // Both accept it, so both have it cached.
     for (let i = 0; i < 3; i++) {
       expect(await status(a, token)).toBe(200);
       expect(await status(b, token)).toBe(200);
     }
     const revokedAt = Date.now();
-    await revokeToken(databasePath, id);
+    await revokeToken(databaseUrl, id);
     const refusedAfter: Record<string, number> = {};
     while (Object.keys(refusedAfter).length < 2 && Date.now() - revokedAt < 2_000) {
       for (const [name, server] of [["a", a], ["b", b]] as const) {
@@ -112,7 +112,7 @@ describe("plantstore-server tokens create | list | revoke", () => {
   });
 
   it("records last use: the servers write it on shutdown at the latest", async () => {
-    const { id, token } = await issueToken(databasePath);
+    const { id, token } = await issueToken(databaseUrl);
     const before = Date.now();
     expect(await status(a, token)).toBe(200);
     expect(await status(b, token)).toBe(200);

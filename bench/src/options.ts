@@ -32,7 +32,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --rounds <n>        alternating rounds per target (default 3; smoke 1)
   --connections <n>   concurrent connections (default 32; smoke 4)
   --warmup <s>        warm-up seconds per target (default 3; smoke 0)
-  --backend <name>    storage for our server: sqlite (default)
+  --backend <name>    storage for our server: sqlite (default) or postgres (a scratch database)
   --durability <d>    full | normal, passed as PLANTSTORE_DURABILITY (default full)
   --workers <n>       passed as PLANTSTORE_WORKERS (default: unset)
   --auth <kind>       static (default) | opaque | jwt: also measure our server authenticating

@@ -3,11 +3,10 @@ import { Command, CommanderError } from "commander";
 import { loadConfig, type Config } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
-import { openStore } from "./storage/open-store.ts";
+import { openStore, openWebhookAdmin as openAdmin } from "./storage/open-store.ts";
 import { isWorkerProcess, superviseWorkers } from "./workers.ts";
-import { checkWebhookSecret, newWebhookSecret, WebhookAdmin } from "./storage/sqlite/webhook-admin.ts";
+import { checkWebhookSecret, newWebhookSecret, type WebhookAdmin } from "./storage/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "./webhooks/outbound-guard.ts";
-import { resolve } from "node:path";
 import { addTokensCommand } from "./cli/tokens-command.ts";
 
 function configFrom(options: { port?: string; host?: string; databaseUrl?: string; workers?: string }): Config {
@@ -33,14 +32,14 @@ program
   .option("--port <port>", "port to listen on (env PORT, default 3000)")
   .option("--workers <n>", "HTTP worker processes (env PLANTSTORE_WORKERS, default 1)")
   .option("--host <host>", "address to bind (env HOST, default 127.0.0.1)")
-  .option("--database-url <url>", "sqlite:<path> or sqlite::memory: (env DATABASE_URL)")
+  .option("--database-url <url>", "sqlite:<path>, sqlite::memory: or postgres://… (env DATABASE_URL)")
   .action(async (options: { port?: string; host?: string; databaseUrl?: string; workers?: string }) => {
     const config = configFrom(options);
     const logger = createLogger(config.logLevel);
     if (config.workers > 1 && !isWorkerProcess()) {
       if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
       // Migrate once, before any worker opens the database.
-      await openStore(config.databaseUrl).close();
+      await (await openStore(config.databaseUrl, { postgres: config.postgres })).close();
       superviseWorkers(config.workers, logger);
       return;
     }
@@ -66,27 +65,25 @@ program
 program
   .command("migrate")
   .description("Apply pending database migrations and exit.")
-  .option("--database-url <url>", "sqlite:<path> or sqlite::memory: (env DATABASE_URL)")
+  .option("--database-url <url>", "sqlite:<path>, sqlite::memory: or postgres://… (env DATABASE_URL)")
   .action(async (options: { databaseUrl?: string }) => {
-    const store = openStore(configFrom(options).databaseUrl);
+    const config = configFrom(options);
+    const store = await openStore(config.databaseUrl, { postgres: config.postgres });
     await store.close();
     process.stdout.write("migrations applied\n");
   });
 
-/** Opens the webhook tables of the configured SQLite file (migrating it first). */
+/** Opens the webhook tables of the configured database (migrating it first). */
 async function openWebhookAdmin(options: { databaseUrl?: string }): Promise<WebhookAdmin> {
-  const { databaseUrl } = configFrom(options);
-  const path = databaseUrl.startsWith("sqlite:") ? databaseUrl.slice("sqlite:".length) : "";
-  if (path === "" || path === ":memory:") throw new Error("webhooks commands need DATABASE_URL=sqlite:<file>");
-  await openStore(databaseUrl).close();
-  return new WebhookAdmin(resolve(path));
+  const config = configFrom(options);
+  return openAdmin(config.databaseUrl, { postgres: { ...config.postgres, poolSize: 1 } });
 }
 
 const print = (json: boolean, value: unknown, text: string) =>
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 
 const webhooks = program.command("webhooks").description("Manage subscribers of the new-plant webhook and their deliveries.");
-const dbOption = ["--database-url <url>", "sqlite:<path> (env DATABASE_URL)"] as const;
+const dbOption = ["--database-url <url>", "sqlite:<path> or postgres://… (env DATABASE_URL)"] as const;
 
 webhooks
   .command("add")
@@ -102,11 +99,11 @@ webhooks
     checkWebhookSecret(secret);
     const admin = await openWebhookAdmin(options);
     try {
-      const subscriber = admin.add(url, secret);
+      const subscriber = await admin.add(url, secret);
       // The secret is shown once, here; the receiver needs it to verify signatures.
       print(Boolean(options.json), { ...subscriber, secret }, `added ${subscriber.id} ${url}\nsecret: ${secret}`);
     } finally {
-      admin.close();
+      await admin.close();
     }
   });
 
@@ -118,14 +115,14 @@ webhooks
   .action(async (options: { databaseUrl?: string; json?: boolean }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      const list = admin.list();
+      const list = await admin.list();
       print(
         Boolean(options.json),
         list,
         list.map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}`).join("\n") || "no subscribers",
       );
     } finally {
-      admin.close();
+      await admin.close();
     }
   });
 
@@ -137,10 +134,10 @@ webhooks
   .action(async (id: string, options: { databaseUrl?: string }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      if (!admin.remove(id)) throw new Error(`no subscriber ${id}`);
+      if (!(await admin.remove(id))) throw new Error(`no subscriber ${id}`);
       process.stdout.write(`removed ${id}\n`);
     } finally {
-      admin.close();
+      await admin.close();
     }
   });
 
@@ -155,9 +152,9 @@ webhooks
   .action(async (options: { failed?: boolean; attempts?: boolean; limit: string; databaseUrl?: string; json?: boolean }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      const rows = admin
-        .deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) })
-        .map((d) => (options.attempts === true ? { ...d, attemptLog: admin.attempts(d.id) } : d));
+      const deliveries = await admin.deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) });
+      const rows = [];
+      for (const d of deliveries) rows.push(options.attempts === true ? { ...d, attemptLog: await admin.attempts(d.id) } : d);
       print(
         Boolean(options.json),
         rows,
@@ -173,7 +170,7 @@ webhooks
           .join("\n") || "no deliveries",
       );
     } finally {
-      admin.close();
+      await admin.close();
     }
   });
 
@@ -185,14 +182,14 @@ webhooks
   .action(async (delivery: string, options: { databaseUrl?: string }) => {
     const admin = await openWebhookAdmin(options);
     try {
-      const outcome = /^\d+$/.test(delivery) ? admin.replay(Number(delivery)) : "no_delivery";
+      const outcome = /^\d+$/.test(delivery) ? await admin.replay(Number(delivery)) : "no_delivery";
       if (outcome === "no_delivery") throw new Error(`no delivery ${delivery}`);
       if (outcome !== "queued") {
         throw new Error(`delivery ${delivery} cannot be sent: its subscriber was ${outcome === "subscriber_removed" ? "removed" : "disabled"}`);
       }
       process.stdout.write(`delivery ${delivery} queued again\n`);
     } finally {
-      admin.close();
+      await admin.close();
     }
   });
 

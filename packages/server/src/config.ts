@@ -34,6 +34,9 @@ const EnvSchema = z.object({
   PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: z.string().optional(),
   PLANTSTORE_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   PLANTSTORE_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(5_000),
+  PLANTSTORE_PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  PLANTSTORE_PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  PLANTSTORE_PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   PLANTSTORE_JWT_ISSUER: z.string().min(1).optional(),
   PLANTSTORE_JWT_AUDIENCE: z.string().min(1).optional(),
@@ -60,7 +63,7 @@ export type JwtConfig = {
 export type Config = {
   port: number;
   host: string;
-  /** `sqlite:<path>`, `sqlite::memory:`; unset means `sqlite:./data/plantstore.db`. */
+  /** `sqlite:<path>`, `sqlite::memory:`, `postgres://…`; unset means `sqlite:./data/plantstore.db`. */
   databaseUrl: string;
   /** Static bearer tokens with every scope, for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
   tokens: string[];
@@ -83,6 +86,13 @@ export type Config = {
   webhookTimeoutMs: number;
   /** First retry delay; it doubles per attempt (see webhooks/retry-policy.ts). */
   webhookRetryBaseMs: number;
+  /**
+   * PostgreSQL connections of this process: pool size, the longest wait for a connection, and the
+   * longest a statement may take (server statement_timeout; the client waits 1 s longer, then
+   * gives up on a connection whose network went silent). Together they bound every request
+   * during an outage.
+   */
+  postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
   /** Bearer JWTs from an identity provider; undefined when not configured. */
   jwt: JwtConfig | undefined;
@@ -154,6 +164,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter((h) => h.length > 0),
     webhookTimeoutMs: e.PLANTSTORE_WEBHOOK_TIMEOUT_MS,
     webhookRetryBaseMs: e.PLANTSTORE_WEBHOOK_RETRY_BASE_MS,
+    postgres: {
+      poolSize: e.PLANTSTORE_PG_POOL_SIZE,
+      connectTimeoutMs: e.PLANTSTORE_PG_CONNECT_TIMEOUT_MS,
+      queryTimeoutMs: e.PLANTSTORE_PG_QUERY_TIMEOUT_MS,
+    },
     logLevel: e.PLANTSTORE_LOG_LEVEL,
     jwt: jwtConfig(e),
     rateLimits: {

@@ -21,6 +21,14 @@ function devToken(): string {
   return token;
 }
 
+/** A database URL fit to print: a PostgreSQL password never reaches the terminal. */
+function withoutPassword(databaseUrl: string): string {
+  if (!/^postgres(ql)?:/.test(databaseUrl)) return databaseUrl;
+  const url = new URL(databaseUrl);
+  if (url.password !== "") url.password = "***";
+  return url.toString();
+}
+
 const base = loadConfig();
 const token = devToken();
 const config = { ...base, tokens: [...base.tokens, token] };
@@ -29,7 +37,7 @@ const running = await startServer({ config, logger: createLogger(config.logLevel
 process.stdout.write(
   [
     "",
-    `Plant Store (development) on ${running.url}, database ${config.databaseUrl}`,
+    `Plant Store (development) on ${running.url}, database ${withoutPassword(config.databaseUrl)}`,
     `OpenAPI document: ${running.url}/openapi.json`,
     "Try it:",
     `  curl -sS -X POST ${running.url}/plants -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"id":1,"name":"Fern","tag":"fern"}'`,

@@ -4,7 +4,7 @@ export { createApp, type AppOptions } from "./http/app.ts";
 export { buildOpenApiDocument } from "./http/openapi-document.ts";
 export { appRouter, type AppRouter } from "./router/root.ts";
 export { createCallerFactory, type Context } from "./trpc.ts";
-export { openStore } from "./storage/open-store.ts";
+export { openStore, openWebhookAdmin } from "./storage/open-store.ts";
 export type { CreateOutcome, PlantStore } from "./storage/plant-store.ts";
 export type { Authenticator, Principal, Scope } from "./auth/principal.ts";
 export { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";

@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(sources: { webhookBacklog?: () => number } = {}) {
+export function createMetrics(sources: { webhookBacklog?: () => Promise<number> } = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "plantstore_" });
   return {
@@ -46,8 +46,14 @@ export function createMetrics(sources: { webhookBacklog?: () => number } = {}) {
       name: "plantstore_webhook_outbox_depth",
       help: "Webhook deliveries waiting to be delivered (including those waiting for a retry).",
       registers: [registry],
-      collect() {
-        if (sources.webhookBacklog !== undefined) this.set(sources.webhookBacklog());
+      // Read at scrape time; a database that cannot answer leaves the last value rather than failing the scrape.
+      async collect() {
+        if (sources.webhookBacklog === undefined) return;
+        try {
+          this.set(await sources.webhookBacklog());
+        } catch {
+          // keep the previous value
+        }
       },
     }),
     rateLimited: new Counter({

@@ -45,17 +45,22 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  let backlog = () => 0;
+  let backlog = async () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog() });
-  const store = openStore(config.databaseUrl, {
+  const store = await openStore(config.databaseUrl, {
     durability: config.durability,
     onCommit: (size, ms) => {
       metrics.batchSize.observe(size);
       metrics.commitDuration.observe(ms / 1000);
     },
+    postgres: {
+      ...config.postgres,
+      // The pool replaces the connection by itself; the line tells an operator why requests failed.
+      onIdleError: (error) => logger.warn({ err: error }, "database connection lost"),
+    },
   });
   backlog = () => store.webhookBacklog();
-  const tokenStore = openTokenStore(config.databaseUrl, "server");
+  const tokenStore = await openTokenStore(config.databaseUrl, "server", { postgres: config.postgres });
   const opaqueTokens = await OpaqueTokenAuthenticator.start({
     store: tokenStore,
     logger,

@@ -4,7 +4,8 @@ import type { Logger } from "pino";
 /**
  * Runs `workers` copies of the HTTP server behind one port with node:cluster, so both cores
  * serve. SQLite stays correct with several processes: WAL lets them read concurrently and its
- * file lock serialises their commits (each process still groups its own). The primary only
+ * file lock serialises their commits (each process still groups its own). On PostgreSQL each
+ * worker is one more stateless instance with its own connection pool. The primary only
  * supervises: it restarts a worker that dies and passes SIGTERM/SIGINT on for a clean stop.
  */
 export function superviseWorkers(workers: number, logger: Logger): void {

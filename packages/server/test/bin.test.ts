@@ -1,19 +1,17 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { rawRequest } from "./harness.ts";
+import { createTestDatabase, TEST_BACKEND } from "./test-database.ts";
 
 const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 
 describe("plantstore-server serve (the built bin, as a process)", () => {
-  it("serves POST /plants on SQLite, logs JSON without the token, and exits 0 on SIGTERM", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-bin-"));
+  it(`serves POST /plants on ${TEST_BACKEND}, logs JSON without the token, and exits 0 on SIGTERM`, async () => {
+    const database = await createTestDatabase();
     const token = "bin-test-secret-token";
     const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
-      env: { ...process.env, PLANTSTORE_TOKENS: token, DATABASE_URL: `sqlite:${join(dir, "p.db")}`, PLANTSTORE_LOG_LEVEL: "info" },
+      env: { ...process.env, PLANTSTORE_TOKENS: token, DATABASE_URL: database.url, PLANTSTORE_LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";
@@ -46,7 +44,7 @@ describe("plantstore-server serve (the built bin, as a process)", () => {
       expect(output).not.toContain(token);
     } finally {
       child.kill("SIGKILL");
-      rmSync(dir, { recursive: true, force: true });
+      await database.dispose();
     }
   });
 

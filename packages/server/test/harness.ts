@@ -1,17 +1,17 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request as httpRequest } from "node:http";
 import { loadConfig, startServer, type Config, type RunningServer } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { ResponseContract, seedDocument, type OpenApiDoc } from "./contract.ts";
+import { createTestDatabase, type TestDatabase } from "./test-database.ts";
+
+export { TEST_BACKEND } from "./test-database.ts";
 
 export const TOKEN = "test-token-0123456789";
 export const OTHER_TOKEN = "test-token-second";
 
 export type TestServer = RunningServer & {
-  dir: string;
-  databasePath: string;
+  /** The server's own fresh database (SQLite file or PostgreSQL scratch database), readable directly. */
+  database: TestDatabase;
   /** Sends a request and checks the response against the seed and the served OpenAPI documents. */
   send(options: SendOptions): Promise<TestResponse>;
   /** POST /plants with a JSON body text and the test token. */
@@ -63,8 +63,11 @@ export function rawRequest(url: string, options: SendOptions): Promise<TestRespo
 }
 
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
+  const defaults = loadConfig({});
   return {
-    ...loadConfig({}),
+    ...defaults,
+    // Small pools: many test servers share one PostgreSQL (and its max_connections) with others.
+    postgres: { ...defaults.postgres, poolSize: 4 },
     port: 0,
     host: "127.0.0.1",
     databaseUrl,
@@ -74,14 +77,23 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
   };
 }
 
-/** The real server on an ephemeral port with a fresh SQLite file; `await using` closes it. */
-export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-test-"));
-  const databasePath = join(dir, "plants.db");
-  const running = await startServer({
-    config: testConfig(`sqlite:${databasePath}`, overrides),
-    logger: createLogger("silent"),
-  });
+/**
+ * The real server on an ephemeral port with a fresh database of the backend under test
+ * (`PLANTSTORE_TEST_BACKEND`, see test-database.ts); `await using` closes it and drops the
+ * database. Pass `database` to start a second server on an existing one (then it is not dropped).
+ */
+export async function startTestServer(overrides: Partial<Config> = {}, shared?: { database: TestDatabase }): Promise<TestServer> {
+  const database = shared?.database ?? (await createTestDatabase());
+  let running: RunningServer;
+  try {
+    running = await startServer({
+      config: testConfig(database.url, overrides),
+      logger: createLogger("silent"),
+    });
+  } catch (error) {
+    if (shared === undefined) await database.dispose();
+    throw error;
+  }
   const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
   const served = JSON.parse(servedText.text) as OpenApiDoc;
   const contracts = [
@@ -106,12 +118,11 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
 
   const close = async () => {
     await running.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (shared === undefined) await database.dispose();
   };
   return {
     ...running,
-    dir,
-    databasePath,
+    database,
     served,
     send,
     createRaw: (bodyText, headers = {}) =>

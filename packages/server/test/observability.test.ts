@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { expectErrorShape, rawRequest, testConfig, TOKEN } from "./harness.ts";
+import { createTestDatabase } from "./test-database.ts";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -14,7 +12,7 @@ afterEach(async () => {
 
 /** The real server with its JSON log lines captured in memory. */
 async function serverWithLogs(overrides: Partial<Config> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-obs-"));
+  const database = await createTestDatabase();
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -23,12 +21,12 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
     },
   });
   const running = await startServer({
-    config: testConfig(`sqlite:${join(dir, "p.db")}`, { logLevel: "info", ...overrides }),
+    config: testConfig(database.url, { logLevel: "info", ...overrides }),
     logger: createLogger("info", sink),
   });
   cleanups.push(async () => {
     await running.close();
-    rmSync(dir, { recursive: true, force: true });
+    await database.dispose();
   });
   const post = (body: string, headers: Record<string, string> = {}) =>
     rawRequest(running.url, {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newOpaqueToken, OPAQUE_TOKEN_PATTERN } from "../src/auth/opaque-token.ts";
@@ -34,14 +35,25 @@ describe("issued API tokens (ps_…)", () => {
     expect(other.token).not.toBe(token);
   });
 
-  it("are stored only as a digest: the token is nowhere in the database files", async () => {
-    const { token } = await issueToken(databaseUrlOf(server));
+  it("are stored only as a digest: the token is nowhere in the database", async () => {
+    const { id, token } = await issueToken(databaseUrlOf(server));
     const secret = token.split("_")[2]!;
-    for (const file of [server.databasePath, `${server.databasePath}-wal`]) {
-      if (!existsSync(file)) continue;
-      const bytes = readFileSync(file).toString("latin1");
-      expect(bytes).not.toContain(token);
-      expect(bytes).not.toContain(secret);
+    const rows = await server.database.rows<Record<string, unknown>>(
+      { sqlite: "SELECT * FROM api_tokens WHERE id = ?", postgres: "SELECT * FROM api_tokens WHERE id = $1" },
+      [id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(Buffer.from(rows[0]!["secret_hash"] as Uint8Array)).toEqual(createHash("sha256").update(token).digest());
+    const text = JSON.stringify(rows, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+    expect(text).not.toContain(secret);
+    if (server.database.backend === "sqlite") {
+      // And not in the file's bytes either (the WAL included), not even in free pages.
+      for (const file of [server.database.name, `${server.database.name}-wal`]) {
+        if (!existsSync(file)) continue;
+        const bytes = readFileSync(file).toString("latin1");
+        expect(bytes).not.toContain(token);
+        expect(bytes).not.toContain(secret);
+      }
     }
   });
 

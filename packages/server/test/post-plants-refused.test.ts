@@ -1,4 +1,3 @@
-import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
@@ -10,13 +9,8 @@ afterAll(async () => {
   await server.close();
 });
 
-function plantCount(): number {
-  const db = new DatabaseSync(server.databasePath, { readOnly: true });
-  try {
-    return Number((db.prepare("SELECT count(*) AS n FROM plants").get() as { n: number }).n);
-  } finally {
-    db.close();
-  }
+function plantCount(): Promise<number> {
+  return server.database.count();
 }
 
 const long = (n: number) => "x".repeat(n);
@@ -50,11 +44,11 @@ describe("POST /plants refuses a NewPlant that breaks the schema (400, 40004)", 
   ];
 
   it.each(cases)("refuses %s", async (_label, body, message) => {
-    const before = plantCount();
+    const before = await plantCount();
     const response = await server.createRaw(body);
     expectErrorShape(response, 400, 40004);
     expect((response.json as { message: string }).message).toMatch(message);
-    expect(plantCount()).toBe(before);
+    expect(await plantCount()).toBe(before);
   });
 
   it("names every broken field at once", async () => {
@@ -85,9 +79,9 @@ describe("POST /plants refuses bodies that are not one JSON object", () => {
     ["single quotes", "{'id':7,'name':'a'}", 40001],
     ["NaN", '{"id":NaN,"name":"a"}', 40001],
   ])("refuses %s with 400", async (_label, body, code) => {
-    const before = plantCount();
+    const before = await plantCount();
     expectErrorShape(await server.createRaw(body), 400, code);
-    expect(plantCount()).toBe(before);
+    expect(await plantCount()).toBe(before);
   });
 
   it("refuses an empty body with 400 (40003)", async () => {

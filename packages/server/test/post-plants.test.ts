@@ -1,4 +1,3 @@
-import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
@@ -10,16 +9,9 @@ afterAll(async () => {
   await server.close();
 });
 
-/** Reads the row straight from the SQLite file, so "stored exactly" is checked below our own code. */
-function storedRow(id: bigint): { id: bigint; name: string; tag: string | null } | undefined {
-  const db = new DatabaseSync(server.databasePath, { readOnly: true, readBigInts: true });
-  try {
-    return db.prepare("SELECT id, name, tag FROM plants WHERE id = ?").get(id) as
-      | { id: bigint; name: string; tag: string | null }
-      | undefined;
-  } finally {
-    db.close();
-  }
+/** Reads the row straight from the database, so "stored exactly" is checked below our own code. */
+function storedRow(id: bigint) {
+  return server.database.row(id);
 }
 
 describe("POST /plants with a valid NewPlant", () => {
@@ -28,21 +20,21 @@ describe("POST /plants with a valid NewPlant", () => {
     expect(response.status).toBe(200);
     expect(response.headers["content-type"]).toMatch(/^application\/json/);
     expect(response.text).toBe('{"name":"Fern","tag":"fern"}');
-    expect(storedRow(1n)).toEqual({ id: 1n, name: "Fern", tag: "fern" });
+    expect(await storedRow(1n)).toEqual({ id: 1n, name: "Fern", tag: "fern" });
   });
 
   it("omits tag from the answer when it was not given", async () => {
     const response = await server.createRaw('{"id":2,"name":"Moss"}');
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"name":"Moss"}');
-    expect(storedRow(2n)).toEqual({ id: 2n, name: "Moss", tag: null });
+    expect(await storedRow(2n)).toEqual({ id: 2n, name: "Moss", tag: null });
   });
 
   it("ignores unknown fields: not stored, not echoed", async () => {
     const response = await server.createRaw('{"id":3,"name":"Ivy","colour":"green","__proto__":{"x":1},"constructor":1}');
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"name":"Ivy"}');
-    expect(storedRow(3n)).toEqual({ id: 3n, name: "Ivy", tag: null });
+    expect(await storedRow(3n)).toEqual({ id: 3n, name: "Ivy", tag: null });
   });
 
   it.each([
@@ -61,7 +53,7 @@ describe("POST /plants with a valid NewPlant", () => {
     const response = await server.createRaw(`\n { "id" : 4 , "name" : ${JSON.stringify(name)} , "tag": "\\u00e9" } \n`);
     expect(response.status).toBe(200);
     expect(response.json).toEqual({ name, tag: "é" });
-    expect(storedRow(4n)).toEqual({ id: 4n, name, tag: "é" });
+    expect(await storedRow(4n)).toEqual({ id: 4n, name, tag: "é" });
   });
 });
 
@@ -80,7 +72,7 @@ describe("POST /plants keeps int64 ids exact", () => {
   it.each(ids)("stores id %s exactly", async (_label, literal) => {
     const response = await server.createRaw(`{"id":${literal},"name":"Exact ${literal}"}`);
     expect(response.status).toBe(200);
-    expect(storedRow(BigInt(literal))).toEqual({ id: BigInt(literal), name: `Exact ${literal}`, tag: null });
+    expect(await storedRow(BigInt(literal))).toEqual({ id: BigInt(literal), name: `Exact ${literal}`, tag: null });
   });
 
   it("does not confuse neighbours above 2^53 (they would round to one double)", async () => {
@@ -88,8 +80,8 @@ describe("POST /plants keeps int64 ids exact", () => {
     const b = await server.createRaw('{"id":9007199254740996,"name":"B"}');
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
-    expect(storedRow(9007199254740995n)?.name).toBe("A");
-    expect(storedRow(9007199254740996n)?.name).toBe("B");
+    expect((await storedRow(9007199254740995n))?.name).toBe("A");
+    expect((await storedRow(9007199254740996n))?.name).toBe("B");
   });
 });
 
@@ -101,7 +93,7 @@ describe("POST /plants sent again", () => {
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(second.text).toBe(first.text);
-    expect(storedRow(500n)).toEqual({ id: 500n, name: "Aloe", tag: "succulent" });
+    expect(await storedRow(500n)).toEqual({ id: 500n, name: "Aloe", tag: "succulent" });
   });
 
   it.each([
@@ -113,7 +105,7 @@ describe("POST /plants sent again", () => {
     const response = await server.createRaw(body);
     expect(response.status).toBe(409);
     expect((response.json as { error: number }).error).toBe(40900);
-    expect(storedRow(501n)).toEqual({ id: 501n, name: "Basil", tag: "t" });
+    expect(await storedRow(501n)).toEqual({ id: 501n, name: "Basil", tag: "t" });
   });
 
   it("answers 409 when a tag is added to an id stored without one", async () => {
@@ -129,17 +121,12 @@ describe("POST /plants sent again", () => {
 });
 
 describe("POST /plants is durable", () => {
-  it("keeps an answered plant across a restart on the same file", async () => {
-    const { startServer } = await import("../src/index.ts");
-    const { testConfig } = await import("./harness.ts");
-    const { createLogger } = await import("../src/logger.ts");
+  it("keeps an answered plant across a restart on the same database", async () => {
     const response = await server.createRaw('{"id":777,"name":"Durable"}');
     expect(response.status).toBe(200);
-    // A second server on the same file sees the committed row (WAL, synchronous=FULL).
-    const again = await startServer({
-      config: testConfig(`sqlite:${server.databasePath}`),
-      logger: createLogger("silent"),
-    });
+    // A second server on the same database sees the committed row (SQLite: WAL, synchronous=FULL;
+    // PostgreSQL: synchronous_commit=on).
+    const again = await startTestServer({}, { database: server.database });
     try {
       expect(await again.store.get(777n)).toEqual({ id: 777n, name: "Durable" });
     } finally {

@@ -1,7 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { once } from "node:events";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { Writable } from "node:stream";
@@ -10,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { expectErrorShape, rawRequest, startTestServer, testConfig, TOKEN, type TestResponse } from "./harness.ts";
+import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 import { databaseUrlOf, issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,7 +92,7 @@ describe("the failed-authentication limit per client address", () => {
 
 describe("rate limits when Redis is down (fail open to per-instance counts)", () => {
   it("keeps serving, still limits within this instance, and says so in the log and the metrics", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-rl-"));
+    await using database = await createTestDatabase();
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -108,9 +106,9 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
       redisUrl: "redis://127.0.0.1:1",
       rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
     };
-    const running = await startServer({ config: testConfig(`sqlite:${join(dir, "p.db")}`, overrides), logger: createLogger("info", sink) });
+    const running = await startServer({ config: testConfig(database.url, overrides), logger: createLogger("info", sink) });
     try {
-      const { token } = await issueToken(`sqlite:${join(dir, "p.db")}`);
+      const { token } = await issueToken(database.url);
       expect((await get(running.url, token)).status).toBe(200);
       expect((await get(running.url, token)).status).toBe(200);
       expectRateLimited(await get(running.url, token), "token", 2, 60);
@@ -121,7 +119,6 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
       expect(warnings.some((l) => /Redis/.test(l.msg))).toBe(true);
     } finally {
       await running.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
@@ -134,21 +131,21 @@ describe("the per-token limit shared through Redis by two server processes", () 
   const redisUrl = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
   const prefix = `plantstore-test:${randomUUID()}:`;
   let redis: Redis;
-  let dir: string;
+  let database: TestDatabase;
   const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
     redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000 });
     await redis.connect();
     expect(await redis.ping()).toBe("PONG");
-    dir = mkdtempSync(join(tmpdir(), "plantstore-redis-"));
+    database = await createTestDatabase();
   });
   afterAll(async () => {
     for (const server of servers) await server.stop();
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
     redis.disconnect();
-    rmSync(dir, { recursive: true, force: true });
+    await database?.dispose();
   });
 
   it("survives Redis going away mid-flight (per-instance counts meanwhile) and shares again once it is back", async () => {
@@ -205,9 +202,8 @@ describe("the per-token limit shared through Redis by two server processes", () 
   });
 
   it("counts one allowance across both: the sixth request of five, on either process, gets 429", async () => {
-    const databasePath = join(dir, "p.db");
     const env = {
-      DATABASE_URL: `sqlite:${databasePath}`,
+      DATABASE_URL: database.url,
       PLANTSTORE_TOKENS: "",
       REDIS_URL: redisUrl,
       PLANTSTORE_REDIS_PREFIX: prefix,

@@ -6,9 +6,9 @@ import type { TokenRecord } from "../src/storage/token-store.ts";
 
 export const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 
-/** The DATABASE_URL a test server runs on. */
-export function databaseUrlOf(server: { databasePath: string }): string {
-  return `sqlite:${server.databasePath}`;
+/** The DATABASE_URL a test server runs on (SQLite or PostgreSQL, whichever backend this pass tests). */
+export function databaseUrlOf(server: { database: { url: string } }): string {
+  return server.database.url;
 }
 
 /** Issues a token straight into the database, as `tokens create` does (another connection, like another process). */
@@ -16,7 +16,7 @@ export async function issueToken(
   databaseUrl: string,
   options: { name?: string; scopes?: string[]; expiresAt?: number | null; issued?: NewOpaqueToken } = {},
 ): Promise<{ id: string; token: string }> {
-  const store = openTokenStore(databaseUrl, "admin");
+  const store = await openTokenStore(databaseUrl, "admin");
   try {
     const issued = options.issued ?? newOpaqueToken();
     await store.createToken({
@@ -34,7 +34,7 @@ export async function issueToken(
 }
 
 export async function revokeToken(databaseUrl: string, idOrName: string): Promise<TokenRecord | undefined> {
-  const store = openTokenStore(databaseUrl, "admin");
+  const store = await openTokenStore(databaseUrl, "admin");
   try {
     return await store.revokeToken(idOrName, Date.now());
   } finally {
@@ -43,7 +43,7 @@ export async function revokeToken(databaseUrl: string, idOrName: string): Promis
 }
 
 export async function listTokens(databaseUrl: string): Promise<TokenRecord[]> {
-  const store = openTokenStore(databaseUrl, "admin");
+  const store = await openTokenStore(databaseUrl, "admin");
   try {
     return await store.listTokens();
   } finally {

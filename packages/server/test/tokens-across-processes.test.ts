@@ -1,24 +1,22 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPAQUE_TOKEN_PATTERN } from "../src/auth/opaque-token.ts";
 import { expectErrorShape, rawRequest } from "./harness.ts";
+import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 import { issueToken, revokeToken, runBin, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 
 /**
  * Two `plantstore-server serve` processes on one SQLite file, and the `tokens` commands run as
  * separate processes beside them, the way an operator would.
  */
-let dir: string;
+let database: TestDatabase;
 let databaseUrl: string;
 let env: Record<string, string>;
 let a: ServerProcess;
 let b: ServerProcess;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "plantstore-tokens-"));
-  databaseUrl = `sqlite:${join(dir, "p.db")}`;
+  database = await createTestDatabase();
+  databaseUrl = database.url;
   env = { DATABASE_URL: databaseUrl, PLANTSTORE_TOKENS: "" };
   // Migrated first, as `plantstore-server migrate` would, so the two servers do not race to do it.
   expect((await runBin(["migrate"], env)).code).toBe(0);
@@ -26,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
-  rmSync(dir, { recursive: true, force: true });
+  await database?.dispose();
 });
 
 const status = async (server: ServerProcess, token: string) =>

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebhookAdmin } from "../src/storage/sqlite/webhook-admin.ts";
+import { openWebhookAdmin } from "../src/storage/open-store.ts";
+import type { WebhookAdmin } from "../src/storage/webhook-admin.ts";
 import { startTestServer, type TestServer } from "./harness.ts";
 import { startReceiver, until } from "./webhook-receiver.ts";
 
@@ -11,7 +12,7 @@ const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 /** `plantstore-server webhooks <args>` on the server's database, as an operator runs it beside the server. */
 function webhooksCli(server: TestServer, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", `sqlite:${server.databasePath}`], {
+    const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", server.database.url], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1", PLANTSTORE_LOG_LEVEL: "silent" },
     });
@@ -34,14 +35,14 @@ afterEach(async () => {
 async function storeWith(url: string, overrides: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
   const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40, ...overrides });
   cleanups.push(() => server.close());
-  const admin = new WebhookAdmin(server.databasePath);
-  admin.add(url, SECRET);
-  admin.close();
+  const admin = await openWebhookAdmin(server.database.url);
+  await admin.add(url, SECRET);
+  await admin.close();
   return server;
 }
 
-function admin(server: TestServer): WebhookAdmin {
-  const opened = new WebhookAdmin(server.databasePath);
+async function admin(server: TestServer): Promise<WebhookAdmin> {
+  const opened = await openWebhookAdmin(server.database.url);
   cleanups.push(() => opened.close());
   return opened;
 }
@@ -53,9 +54,9 @@ describe("webhook targets given as a private IP literal", () => {
     // Stored behind the CLI's back (or allowed when added, and the allow-list changed since).
     const server = await storeWith(receiver.url, { webhookAllowedHosts: [] });
     await server.createRaw('{"id":1,"name":"a"}');
-    const deliveries = admin(server);
-    await until(() => deliveries.deliveries({ failedOnly: true, limit: 10 }).length === 1, 10_000, "a failed attempt");
-    expect(deliveries.deliveries({ failedOnly: true, limit: 10 })[0]!.lastError).toMatch(/non-public/);
+    const deliveries = await admin(server);
+    await until(async () => (await deliveries.deliveries({ failedOnly: true, limit: 10 })).length === 1, 10_000, "a failed attempt");
+    expect((await deliveries.deliveries({ failedOnly: true, limit: 10 }))[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
   });
 });
@@ -72,11 +73,11 @@ describe("the per-attempt timeout", () => {
     // Not before the timeout ran out; generously bounded above, since the machine is shared.
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);
     expect(second!.at - first!.at).toBeLessThan(8_000);
-    const history = admin(server);
-    await until(() => history.deliveries({ failedOnly: false, limit: 1 })[0]?.status === "delivered", 5_000, "delivered");
-    const [delivery] = history.deliveries({ failedOnly: false, limit: 1 });
+    const history = await admin(server);
+    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect(delivery).toMatchObject({ attempts: 2, lastStatus: 200 });
-    expect(history.attempts(delivery!.id)).toEqual([
+    expect(await history.attempts(delivery!.id)).toEqual([
       expect.objectContaining({ statusCode: null, error: "no answer within 300 ms" }),
       expect.objectContaining({ statusCode: 200, error: null }),
     ]);
@@ -90,8 +91,8 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     const server = await storeWith(receiver.url);
     await server.createRaw('{"id":3,"name":"retried"}');
     await until(() => receiver.received.length === 4, 15_000, "four attempts");
-    const history = admin(server);
-    await until(() => history.deliveries({ failedOnly: false, limit: 1 })[0]?.status === "delivered", 5_000, "delivered");
+    const history = await admin(server);
+    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
 
     const all = await webhooksCli(server, ["deliveries", "--json"]);
     expect(all.code).toBe(0);
@@ -117,8 +118,8 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     const server = await storeWith(receiver.url, { webhookRetryBaseMs: 600_000 });
     await server.createRaw('{"id":4,"name":"failing"}');
     await until(() => receiver.received.length === 1, 10_000, "the first attempt");
-    const history = admin(server);
-    await until(() => history.deliveries({ failedOnly: true, limit: 10 }).length === 1, 5_000, "the failure recorded");
+    const history = await admin(server);
+    await until(async () => (await history.deliveries({ failedOnly: true, limit: 10 })).length === 1, 5_000, "the failure recorded");
 
     const failed = await webhooksCli(server, ["deliveries", "--failed", "--json"]);
     const [delivery] = JSON.parse(failed.stdout) as DeliveryJson[];
@@ -139,9 +140,9 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     const server = await storeWith(receiver.url);
     await server.createRaw('{"id":5,"name":"again"}');
     await until(() => receiver.received.length === 1, 10_000, "the delivery");
-    const history = admin(server);
-    await until(() => history.deliveries({ failedOnly: false, limit: 1 })[0]?.status === "delivered", 5_000, "delivered");
-    const [delivery] = history.deliveries({ failedOnly: false, limit: 1 });
+    const history = await admin(server);
+    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect((await webhooksCli(server, ["replay", String(delivery!.id)])).code).toBe(0);
     await until(() => receiver.received.length === 2, 10_000, "the replay");
     expect(receiver.received[1]!.headers["webhook-id"]).toBe(receiver.received[0]!.headers["webhook-id"]);
@@ -164,11 +165,11 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     const server = await storeWith(gone.url);
     await server.createRaw('{"id":6,"name":"first"}');
     await until(() => gone.received.length === 1, 10_000, "the first delivery");
-    const history = admin(server);
-    await until(() => history.deliveries({ failedOnly: false, limit: 1 })[0]?.status === "delivered", 5_000, "delivered");
-    const [delivery] = history.deliveries({ failedOnly: false, limit: 1 });
+    const history = await admin(server);
+    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect((await webhooksCli(server, ["remove", delivery!.subscriberId])).code).toBe(0);
-    history.add(staying.url, SECRET);
+    await history.add(staying.url, SECRET);
 
     const replayed = await webhooksCli(server, ["replay", String(delivery!.id)]);
     expect(replayed.code).toBe(1);
@@ -193,13 +194,13 @@ describe("a subscriber removed while an attempt to it is in flight", () => {
     const server = await storeWith(removed.url);
     await server.createRaw('{"id":8,"name":"in flight"}');
     await until(() => removed.received.length === 1, 10_000, "the attempt in flight");
-    const history = admin(server);
-    expect(history.remove(history.list()[0]!.id)).toBe(true);
+    const history = await admin(server);
+    expect(await history.remove((await history.list())[0]!.id)).toBe(true);
     release(); // the attempt now fails (500) and is recorded after the removal
-    await until(() => history.deliveries({ failedOnly: false, limit: 1 })[0]?.attempts === 1, 10_000, "the attempt recorded");
-    expect(history.deliveries({ failedOnly: false, limit: 1 })[0]).toMatchObject({ status: "cancelled", lastStatus: 500 });
+    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.attempts === 1, 10_000, "the attempt recorded");
+    expect((await history.deliveries({ failedOnly: false, limit: 1 }))[0]).toMatchObject({ status: "cancelled", lastStatus: 500 });
 
-    history.add(staying.url, SECRET);
+    await history.add(staying.url, SECRET);
     await server.createRaw('{"id":9,"name":"after"}');
     await until(() => staying.received.length === 1, 10_000, "the delivery to the remaining subscriber");
     await new Promise((r) => setTimeout(r, 300));

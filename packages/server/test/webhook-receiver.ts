@@ -49,9 +49,9 @@ export async function startReceiver(
   };
 }
 
-export async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -1,16 +1,14 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebhookAdmin } from "../src/storage/sqlite/webhook-admin.ts";
+import { openWebhookAdmin } from "../src/storage/open-store.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../src/webhooks/outbound-guard.ts";
 import { rawRequest, startTestServer, TOKEN, type TestServer } from "./harness.ts";
+import { createTestDatabase } from "./test-database.ts";
 
 const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
@@ -46,6 +44,14 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
   }
 }
 
+async function untilAsync(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -54,9 +60,9 @@ afterEach(async () => {
 async function storeWithSubscriber(url: string): Promise<TestServer> {
   const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40 });
   cleanups.push(() => server.close());
-  const admin = new WebhookAdmin(server.databasePath);
-  admin.add(url, SECRET);
-  admin.close();
+  const admin = await openWebhookAdmin(server.database.url);
+  await admin.add(url, SECRET);
+  await admin.close();
   return server;
 }
 
@@ -143,9 +149,9 @@ describe("the new-plant webhook", () => {
     await server.createRaw('{"id":5,"name":"b"}');
     await new Promise((r) => setTimeout(r, 500));
     expect(receiver.received).toHaveLength(1);
-    const admin = new WebhookAdmin(server.databasePath);
-    expect(admin.list()[0]).toMatchObject({ active: false });
-    admin.close();
+    const admin = await openWebhookAdmin(server.database.url);
+    expect((await admin.list())[0]).toMatchObject({ active: false });
+    await admin.close();
   });
 });
 
@@ -165,21 +171,22 @@ describe("webhook targets on private addresses", () => {
     cleanups.push(receiver.close);
     const server = await startTestServer({ webhookRetryBaseMs: 40 });
     cleanups.push(() => server.close());
-    const admin = new WebhookAdmin(server.databasePath);
-    admin.add(receiver.url.replace("127.0.0.1", "localhost"), SECRET); // stored behind the CLI's back
+    const admin = await openWebhookAdmin(server.database.url);
+    cleanups.push(() => admin.close());
+    await admin.add(receiver.url.replace("127.0.0.1", "localhost"), SECRET); // stored behind the CLI's back
     await server.createRaw('{"id":6,"name":"a"}');
-    await until(() => admin.deliveries({ failedOnly: true, limit: 10 }).length === 1, 10_000, "a failed attempt");
-    expect(admin.deliveries({ failedOnly: true, limit: 10 })[0]!.lastError).toMatch(/non-public/);
-    admin.close();
+    let failed = await admin.deliveries({ failedOnly: true, limit: 10 });
+    await untilAsync(async () => (failed = await admin.deliveries({ failedOnly: true, limit: 10 })).length === 1, 10_000, "a failed attempt");
+    expect(failed[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
   });
 
   it("plantstore-server webhooks add refuses them (the CLI), and adds a public one", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-wh-cli-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const database = await createTestDatabase();
+    cleanups.push(() => database.dispose());
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", `sqlite:${join(dir, "p.db")}`], {
+        const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", database.url], {
           stdio: ["ignore", "pipe", "pipe"],
           env: { ...process.env, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "" },
         });
@@ -204,16 +211,15 @@ describe("webhook targets on private addresses", () => {
 
 describe("the outbox across a crash", () => {
   it("loses no event of a 200 when the server is SIGKILLed and restarted", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-wh-crash-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const dbPath = join(dir, "p.db");
+    const database = await createTestDatabase();
+    cleanups.push(() => database.dispose());
     const probe = await startReceiver(() => ({ status: 200 }));
     const port = probe.port;
     await probe.close();
     const env = {
       ...process.env,
       PLANTSTORE_TOKENS: TOKEN,
-      DATABASE_URL: `sqlite:${dbPath}`,
+      DATABASE_URL: database.url,
       PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
       PLANTSTORE_WEBHOOK_RETRY_BASE_MS: "40",
       PLANTSTORE_LOG_LEVEL: "info",
@@ -228,9 +234,9 @@ describe("the outbox across a crash", () => {
     // Subscriber first (the receiver is down, so events stay pending).
     const migrate = spawn(process.execPath, [BIN, "migrate"], { env });
     await once(migrate, "exit");
-    const admin = new WebhookAdmin(dbPath);
-    admin.add(`http://127.0.0.1:${port}/hook`, SECRET);
-    admin.close();
+    const admin = await openWebhookAdmin(database.url);
+    await admin.add(`http://127.0.0.1:${port}/hook`, SECRET);
+    await admin.close();
 
     const first = await start();
     const answered: number[] = [];

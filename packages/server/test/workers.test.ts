@@ -1,12 +1,9 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { rawRequest } from "./harness.ts";
+import { createTestDatabase, TEST_BACKEND } from "./test-database.ts";
 
 const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 
@@ -31,10 +28,9 @@ async function waitHealthy(url: string): Promise<void> {
   }
 }
 
-describe("plantstore-server serve with PLANTSTORE_WORKERS=2 on one SQLite file", () => {
+describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEND} database`, () => {
   it("stores every plant exactly once across both workers and stops cleanly", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plantstore-workers-"));
-    const dbPath = join(dir, "p.db");
+    const database = await createTestDatabase();
     const port = await freePort();
     const token = "workers-token";
     const child = spawn(process.execPath, [BIN, "serve"], {
@@ -43,7 +39,8 @@ describe("plantstore-server serve with PLANTSTORE_WORKERS=2 on one SQLite file",
         PORT: String(port),
         PLANTSTORE_WORKERS: "2",
         PLANTSTORE_TOKENS: token,
-        DATABASE_URL: `sqlite:${dbPath}`,
+        DATABASE_URL: database.url,
+        PLANTSTORE_PG_POOL_SIZE: "4",
         PLANTSTORE_LOG_LEVEL: "warn",
       },
       stdio: ["ignore", "pipe", "pipe"],
@@ -75,12 +72,10 @@ describe("plantstore-server serve with PLANTSTORE_WORKERS=2 on one SQLite file",
       const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
       child.kill("SIGTERM");
       expect(await exit).toBe(0);
-      const db = new DatabaseSync(dbPath, { readOnly: true });
-      expect((db.prepare("SELECT count(*) AS n FROM plants").get() as { n: number }).n).toBe(300);
-      db.close();
+      expect(await database.count()).toBe(300);
     } finally {
       child.kill("SIGKILL");
-      rmSync(dir, { recursive: true, force: true });
+      await database.dispose();
     }
     expect(output).not.toContain(token);
   });

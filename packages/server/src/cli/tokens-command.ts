@@ -70,11 +70,11 @@ function table(rows: string[][]): string {
  */
 export function addTokensCommand(program: Command, configFrom: ConfigFrom): void {
   const withStore = async <T>(options: DbOptions, work: (store: TokenStore) => Promise<T>): Promise<T> => {
-    const { databaseUrl } = configFrom(options);
+    const { databaseUrl, postgres } = configFrom(options);
     if (databaseUrl === "sqlite::memory:") throw new Error("tokens commands need a database the server also uses, not sqlite::memory:");
     // Applies pending migrations first, as the server would.
-    await openStore(databaseUrl).close();
-    const store = openTokenStore(databaseUrl, "admin");
+    await (await openStore(databaseUrl, { postgres })).close();
+    const store = await openTokenStore(databaseUrl, "admin", { postgres });
     try {
       return await work(store);
     } finally {
@@ -84,7 +84,7 @@ export function addTokensCommand(program: Command, configFrom: ConfigFrom): void
   const out = (text: string) => process.stdout.write(`${text}\n`);
 
   const tokens = program.command("tokens").description("Issue, list and revoke API tokens (ps_…).");
-  const dbOption = ["--database-url <url>", "the server's database (env DATABASE_URL)"] as const;
+  const dbOption = ["--database-url <url>", "the server's database: sqlite:<path> or postgres://… (env DATABASE_URL)"] as const;
 
   tokens
     .command("create")

@@ -1,5 +1,6 @@
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server";
+import { StoreUnavailableError } from "../storage/store-errors.ts";
 import { ApiError } from "./api-error.ts";
 
 const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
@@ -36,6 +37,11 @@ function describeIssue(issue: Issue): string {
   return path.length > 0 ? `${path} ${issue.message}` : issue.message;
 }
 
+/** The database is down or unreachable: a retry may succeed soon, so say when (RFC 9110 §10.2.3). */
+function unavailable(cause: StoreUnavailableError): ApiError {
+  return new ApiError("UNAVAILABLE", "the database is not reachable right now; retry shortly", { headers: { "Retry-After": "1" }, cause });
+}
+
 /**
  * The one place that decides which catalogue entry any thrown value becomes. Input validation
  * failures (zod issues) become VALIDATION_FAILED with every issue named; anything unrecognised is
@@ -43,8 +49,10 @@ function describeIssue(issue: Issue): string {
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError) return unavailable(error);
   if (error instanceof TRPCError) {
     if (error.cause instanceof ApiError) return error.cause;
+    if (error.cause instanceof StoreUnavailableError) return unavailable(error.cause);
     if (error.code === "BAD_REQUEST" && hasIssues(error.cause)) {
       const message = error.cause.issues.map(describeIssue).join("; ");
       return new ApiError("VALIDATION_FAILED", message, { cause: error });

@@ -1,33 +1,64 @@
 import { resolve } from "node:path";
 import type { PlantStore } from "./plant-store.ts";
+import type { WebhookAdmin } from "./webhook-admin.ts";
 import type { WebhookQueue } from "./webhook-queue.ts";
 import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
 import { SqliteTokenStore } from "./sqlite/token-store.ts";
+import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
+import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl, type PostgresSettings } from "./postgres/pool.ts";
+import { PostgresStore } from "./postgres/postgres-store.ts";
+import { PostgresTokenStore } from "./postgres/token-store.ts";
+import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
 import type { TokenStore } from "./token-store.ts";
 
 export type OpenStoreOptions = {
+  /** SQLite only: PostgreSQL always commits synchronously. */
   durability?: Durability;
   onCommit?: (batchSize: number, commitMs: number) => void;
+  /** PostgreSQL pool settings; defaults in DEFAULT_POSTGRES_SETTINGS. */
+  postgres?: Partial<Omit<PostgresSettings, "url">>;
 };
 
-/** Picks the backend from `DATABASE_URL`: `sqlite:<path>` or `sqlite::memory:`. */
-export function openStore(databaseUrl: string, options: OpenStoreOptions = {}): PlantStore & WebhookQueue {
-  if (databaseUrl.startsWith("sqlite:")) {
-    const path = databaseUrl.slice("sqlite:".length);
-    if (path.length === 0) throw new Error("DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/plantstore.db");
-    return SqliteStore.open({ path: path === ":memory:" ? path : resolve(path), ...options });
+const USAGE = "use sqlite:<path>, sqlite::memory: or postgres://user@host:port/database";
+
+function sqlitePath(databaseUrl: string): string {
+  const path = databaseUrl.slice("sqlite:".length);
+  if (path.length === 0) throw new Error("DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/plantstore.db");
+  return path === ":memory:" ? path : resolve(path);
+}
+
+function postgresSettings(databaseUrl: string, options: OpenStoreOptions): PostgresSettings {
+  return { ...DEFAULT_POSTGRES_SETTINGS, ...options.postgres, url: databaseUrl };
+}
+
+/**
+ * Picks the backend from `DATABASE_URL` (`sqlite:<path>`, `sqlite::memory:`, `postgres://…` or
+ * `postgresql://…`) and applies pending migrations before returning.
+ */
+export async function openStore(databaseUrl: string, options: OpenStoreOptions = {}): Promise<PlantStore & WebhookQueue> {
+  if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
+  if (isPostgresUrl(databaseUrl)) {
+    return PostgresStore.open({ ...postgresSettings(databaseUrl, options), onCommit: options.onCommit });
   }
-  throw new Error(`DATABASE_URL: unsupported scheme in ${JSON.stringify(databaseUrl.split(":")[0])}; use sqlite:<path>`);
+  throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
+}
+
+/** The webhook administration of the same database (migrated first, so it works on a fresh one). */
+export async function openWebhookAdmin(databaseUrl: string, options: OpenStoreOptions = {}): Promise<WebhookAdmin> {
+  if (databaseUrl.startsWith("sqlite:") && sqlitePath(databaseUrl) === ":memory:") {
+    throw new Error("webhooks commands need a database that outlives the command: sqlite:<file> or postgres://…");
+  }
+  await (await openStore(databaseUrl, options)).close();
+  if (databaseUrl.startsWith("sqlite:")) return new SqliteWebhookAdmin(sqlitePath(databaseUrl));
+  return new PostgresWebhookAdmin(postgresSettings(databaseUrl, options));
 }
 
 /**
  * The token store of the same database. Open it after `openStore` (which applies migrations);
- * `role` says who uses it (see SqliteTokenStoreOptions).
+ * `role` says who uses it: the serving process, or the `tokens` commands.
  */
-export function openTokenStore(databaseUrl: string, role: "server" | "admin"): TokenStore {
-  if (databaseUrl.startsWith("sqlite:")) {
-    const path = databaseUrl.slice("sqlite:".length);
-    return SqliteTokenStore.open({ path: path === ":memory:" ? path : resolve(path), role });
-  }
-  throw new Error(`DATABASE_URL: unsupported scheme in ${JSON.stringify(databaseUrl.split(":")[0])}; use sqlite:<path>`);
+export async function openTokenStore(databaseUrl: string, role: "server" | "admin", options: OpenStoreOptions = {}): Promise<TokenStore> {
+  if (databaseUrl.startsWith("sqlite:")) return SqliteTokenStore.open({ path: sqlitePath(databaseUrl), role });
+  if (isPostgresUrl(databaseUrl)) return new PostgresTokenStore(postgresSettings(databaseUrl, options), role);
+  throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

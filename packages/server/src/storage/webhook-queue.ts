@@ -1,6 +1,26 @@
-import type { AttemptRecord, ClaimedDelivery } from "./sqlite/writer-protocol.ts";
+/** A delivery the dispatcher holds a lease on, with what it needs to send it. */
+export type ClaimedDelivery = {
+  deliveryId: number;
+  attempts: number;
+  messageId: string;
+  payload: string;
+  createdAt: number;
+  subscriberId: string;
+  url: string;
+  secret: string;
+};
 
-export type { AttemptRecord, ClaimedDelivery };
+export type AttemptRecord = {
+  deliveryId: number;
+  subscriberId: string;
+  attemptedAt: number;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  /** `delivered`, `pending` (retry at nextAttemptAt), `failed` (gave up) or `gone` (410: disable the subscriber). */
+  result: "delivered" | "pending" | "failed" | "gone";
+  nextAttemptAt: number;
+};
 
 /**
  * The storage side of webhook delivery. Claims are leases: a delivery claimed by one dispatcher
@@ -13,7 +33,10 @@ export interface WebhookQueue {
   claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]>;
   recordAttempt(attempt: AttemptRecord): Promise<void>;
   /** Deliveries still pending: the outbox depth. */
-  webhookBacklog(): number;
-  /** Called after a commit that wrote new events, so the dispatcher need not wait for its next poll. */
+  webhookBacklog(): Promise<number>;
+  /**
+   * Called after a commit in this process that wrote new events, so the dispatcher need not wait
+   * for its next poll. Events written by other processes are found by that poll.
+   */
   onEvents(listener: () => void): void;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Metrics } from "../metrics.ts";
+import { StoreUnavailableError } from "../storage/store-errors.ts";
 import type { ClaimedDelivery, WebhookQueue } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";
 import { MAX_ATTEMPTS, nextAttemptAt } from "./retry-policy.ts";
@@ -30,6 +31,7 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
   let running: Promise<void> | undefined;
   let again = false;
   let timer: NodeJS.Timeout | undefined;
+  let databaseDown = false;
 
   const attempt = async (delivery: ClaimedDelivery): Promise<void> => {
     const result = await sendDelivery(delivery, policy, timeoutMs);
@@ -80,7 +82,19 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
       return;
     }
     running = drain()
-      .catch((error: unknown) => logger.error({ err: error }, "webhook dispatch failed"))
+      .then(() => {
+        if (databaseDown) logger.info("webhook dispatch resumed: the database answers again");
+        databaseDown = false;
+      })
+      .catch((error: unknown) => {
+        // An outage is logged once, not on every poll; the deliveries wait in the outbox meanwhile.
+        if (error instanceof StoreUnavailableError) {
+          if (!databaseDown) logger.warn({ err: error }, "webhook dispatch paused: the database is not reachable");
+          databaseDown = true;
+          return;
+        }
+        logger.error({ err: error }, "webhook dispatch failed");
+      })
       .finally(() => {
         running = undefined;
       });

@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { DatabaseSync } from "node:sqlite";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, BatchRequest, BatchResult, ClaimedDelivery, ItemResult, WriteOp } from "./writer-protocol.ts";
 
 /**
@@ -61,8 +61,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
       if (subscribersInBatch) {
         const now = Date.now();
-        const payload = `{"id":${plant.id},"name":${JSON.stringify(plant.name)}${plant.tag === null ? "" : `,"tag":${JSON.stringify(plant.tag)}`}}`;
-        const event = insertEvent.run(`msg_${randomUUID().replaceAll("-", "")}`, payload, now);
+        const event = insertEvent.run(newMessageId(), newPlantPayload(plant), now);
         insertDeliveries.run(event.lastInsertRowid, now, now);
         eventsWritten++;
       }

@@ -129,7 +129,7 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   }
 
   /** Deliveries not yet delivered nor given up: the outbox depth, for metrics. */
-  webhookBacklog(): number {
+  async webhookBacklog(): Promise<number> {
     const row = this.#db.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get() as { n: bigint };
     return Number(row.n);
   }

@@ -1,39 +1,15 @@
-import { randomBytes } from "node:crypto";
 import { DatabaseSync } from "node:sqlite";
+import {
+  newSubscriberId,
+  type AttemptRow,
+  type DeliveryRow,
+  type ReplayOutcome,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../webhook-admin.ts";
 
-/**
- * Subscriber and delivery administration for `plantstore-server webhooks …`. It runs in its own
- * short-lived process beside a running server: SQLite's locking keeps the two consistent, and
- * the server's writer picks up new subscribers with its next batch.
- */
-export type Subscriber = { id: string; url: string; active: boolean; disabledReason: string | null; createdAt: string };
-
-export type DeliveryRow = {
-  id: number;
-  messageId: string;
-  subscriberId: string;
-  status: string;
-  attempts: number;
-  nextAttemptAt: string;
-  lastStatus: number | null;
-  lastError: string | null;
-};
-
-/** One recorded attempt of a delivery: the receiver's status, or why no status came back. */
-export type AttemptRow = { attemptedAt: string; statusCode: number | null; error: string | null; durationMs: number };
-
-export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64")}`;
-}
-
-/** Standard Webhooks secrets: `whsec_` and base64 of 24 to 64 random bytes. */
-export function checkWebhookSecret(secret: string): void {
-  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
-  const bytes = match?.[1] === undefined ? 0 : Buffer.from(match[1], "base64").length;
-  if (bytes < 24 || bytes > 64) throw new Error("a secret must be whsec_ followed by base64 of 24 to 64 bytes");
-}
-
-export class WebhookAdmin {
+/** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */
+export class SqliteWebhookAdmin implements WebhookAdmin {
   readonly #db: DatabaseSync;
 
   constructor(path: string) {
@@ -41,17 +17,17 @@ export class WebhookAdmin {
     this.#db.exec("PRAGMA busy_timeout = 5000");
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 
-  add(url: string, secret: string): Subscriber {
-    const id = `whk_${randomBytes(9).toString("base64url")}`;
+  async add(url: string, secret: string): Promise<Subscriber> {
+    const id = newSubscriberId();
     this.#db.prepare("INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES (?, ?, ?, ?)").run(id, url, secret, Date.now());
-    return this.list().find((s) => s.id === id)!;
+    return (await this.list()).find((s) => s.id === id)!;
   }
 
-  list(): Subscriber[] {
+  async list(): Promise<Subscriber[]> {
     const rows = this.#db
       .prepare("SELECT id, url, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id")
       .all() as Array<{ id: string; url: string; active: number; disabled_reason: string | null; created_at: number }>;
@@ -64,8 +40,7 @@ export class WebhookAdmin {
     }));
   }
 
-  /** Removes the subscriber; its pending deliveries are cancelled, their history kept. */
-  remove(id: string): boolean {
+  async remove(id: string): Promise<boolean> {
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       const removed = Number(this.#db.prepare("DELETE FROM webhook_subscribers WHERE id = ?").run(id).changes) === 1;
@@ -80,7 +55,7 @@ export class WebhookAdmin {
     }
   }
 
-  deliveries(options: { failedOnly: boolean; limit: number }): DeliveryRow[] {
+  async deliveries(options: { failedOnly: boolean; limit: number }): Promise<DeliveryRow[]> {
     const where = options.failedOnly ? "WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)" : "";
     const rows = this.#db
       .prepare(
@@ -101,8 +76,7 @@ export class WebhookAdmin {
     }));
   }
 
-  /** Every recorded attempt of a delivery, oldest first. */
-  attempts(deliveryId: number): AttemptRow[] {
+  async attempts(deliveryId: number): Promise<AttemptRow[]> {
     const rows = this.#db
       .prepare("SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id")
       .all(deliveryId) as Array<Record<string, unknown>>;
@@ -114,11 +88,7 @@ export class WebhookAdmin {
     }));
   }
 
-  /**
-   * Queues a delivery to be sent again now (same webhook-id), whatever its state, unless there is
-   * no such delivery or its subscriber was removed or disabled since (nothing could be sent).
-   */
-  replay(id: number): "queued" | "no_delivery" | "subscriber_removed" | "subscriber_disabled" {
+  async replay(id: number): Promise<ReplayOutcome> {
     const now = Date.now();
     this.#db.exec("BEGIN IMMEDIATE");
     try {

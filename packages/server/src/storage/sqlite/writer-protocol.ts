@@ -1,4 +1,7 @@
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
+
+export type { AttemptRecord, ClaimedDelivery };
 
 /** Messages between SqliteStore (main thread) and its writer thread. Plain data: structured-cloned. */
 export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL" };
@@ -14,30 +17,6 @@ export type WriteOp =
   | { op: "delete"; id: bigint }
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
   | { op: "recordAttempt"; attempt: AttemptRecord };
-
-/** A delivery the dispatcher holds a lease on, with what it needs to send it. */
-export type ClaimedDelivery = {
-  deliveryId: number;
-  attempts: number;
-  messageId: string;
-  payload: string;
-  createdAt: number;
-  subscriberId: string;
-  url: string;
-  secret: string;
-};
-
-export type AttemptRecord = {
-  deliveryId: number;
-  subscriberId: string;
-  attemptedAt: number;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  /** `delivered`, `pending` (retry at nextAttemptAt), `failed` (gave up) or `gone` (410: disable the subscriber). */
-  result: "delivered" | "pending" | "failed" | "gone";
-  nextAttemptAt: number;
-};
 
 export type CloseRequest = { kind: "close" };
 

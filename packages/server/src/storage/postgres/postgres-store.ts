@@ -1,0 +1,291 @@
+import type { Pool } from "pg";
+import type { NewPlant } from "@plantstore/schema";
+import type { CreateOutcome, DeleteOutcome, ListOptions, PlantStore } from "../plant-store.ts";
+import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
+import { migratePostgres } from "./migrations.ts";
+import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
+import { PostgresWebhookQueue } from "./webhook-queue.ts";
+
+export type PostgresStoreOptions = PostgresSettings & {
+  /** Most creations one statement carries; the rest wait for the next one. */
+  maxBatchSize?: number;
+  /** Batches in flight at once, each on its own connection. */
+  maxBatchesInFlight?: number;
+  /** Called after every committed batch of creations, for metrics. */
+  onCommit?: (batchSize: number, commitMs: number) => void;
+  /** Apply pending migrations before serving (default true). */
+  migrate?: boolean;
+};
+
+type PlantRow = { id: bigint; name: string; tag: string | null };
+type Stored = { name: string; tag: string | null };
+
+type PendingCreate = {
+  plant: PlantRow;
+  resolve: (outcome: CreateOutcome) => void;
+  reject: (error: unknown) => void;
+};
+
+/**
+ * One statement writes a batch of plants and, for those that are new, their outbox events and
+ * one delivery per active subscriber: atomic without an explicit transaction, one round trip.
+ * `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a concurrent,
+ * uncommitted insert of the same id waits for it to commit or roll back, so two instances can
+ * never both create one id.
+ */
+const INSERT_BATCH = `
+  WITH input AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
+      AS t(id, name, tag, message_id, payload)
+  ), inserted AS (
+    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+  ), subscribers AS (
+    SELECT id FROM webhook_subscribers WHERE active
+  ), events AS (
+    INSERT INTO webhook_events (message_id, payload, created_at)
+    SELECT input.message_id, input.payload, $6 FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT 1 FROM subscribers)
+    RETURNING id
+  ), deliveries AS (
+    INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events CROSS JOIN subscribers
+  )
+  SELECT id, NULL::bigint AS events FROM inserted
+  UNION ALL
+  SELECT NULL, count(*) FROM events`;
+
+// A plant can be deleted and created again by others between our two statements; a handful of
+// rounds always settles that in practice, and a bound keeps a pathological case from spinning.
+const MAX_SETTLE_ROUNDS = 8;
+
+/**
+ * PostgreSQL backend, for many stateless instances on one database.
+ *
+ * Group commit: creations queue while earlier batches are in flight, then go as one multi-row
+ * statement (one round trip, one commit, one WAL flush with `synchronous_commit=on`); each
+ * caller's promise settles only after its batch has committed. Up to `maxBatchesInFlight` batches
+ * run at once on separate connections.
+ */
+export class PostgresStore implements PlantStore, WebhookQueue {
+  readonly #pool: Pool;
+  readonly #webhooks: PostgresWebhookQueue;
+  readonly #maxBatchSize: number;
+  readonly #maxInFlight: number;
+  readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
+  readonly #eventListeners: Array<() => void> = [];
+  #queue: PendingCreate[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+  #closed = false;
+  #drained: Array<() => void> = [];
+
+  private constructor(pool: Pool, options: PostgresStoreOptions) {
+    this.#pool = pool;
+    this.#webhooks = new PostgresWebhookQueue(pool);
+    this.#maxBatchSize = options.maxBatchSize ?? 512;
+    this.#maxInFlight = options.maxBatchesInFlight ?? Math.max(1, Math.min(4, options.poolSize - 1));
+    this.#onCommit = options.onCommit;
+  }
+
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    if (options.migrate ?? true) await migratePostgres(options);
+    return new PostgresStore(createPostgresPool(options), options);
+  }
+
+  /** The pool, for other tables of the service that live in the same database. */
+  get pool(): Pool {
+    return this.#pool;
+  }
+
+  create(plant: NewPlant): Promise<CreateOutcome> {
+    if (this.#closed) return Promise.reject(new Error("the store is closed"));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ plant: { id: plant.id, name: plant.name, tag: plant.tag ?? null }, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // After the current I/O phase, so requests parsed together travel together.
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#send();
+    });
+  }
+
+  #send(): void {
+    while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, this.#maxBatchSize);
+      this.#inFlight++;
+      void this.#commit(batch).finally(() => {
+        this.#inFlight--;
+        // Whatever queued during that commit goes next, at once.
+        this.#send();
+        this.#checkDrained();
+      });
+    }
+  }
+
+  #checkDrained(): void {
+    if (this.#inFlight === 0 && this.#queue.length === 0) for (const done of this.#drained.splice(0)) done();
+  }
+
+  async #commit(batch: PendingCreate[]): Promise<void> {
+    const started = performance.now();
+    try {
+      const stored = await this.#settle(batch.map((p) => p.plant));
+      this.#onCommit?.(batch.length, performance.now() - started);
+      // The first request for an id in this batch is the one that created it; later ones compare.
+      const claimed = new Set<bigint>();
+      for (const pending of batch) {
+        const { id, name, tag } = pending.plant;
+        const result = stored.get(id)!;
+        if (result.created && !claimed.has(id)) {
+          claimed.add(id);
+          pending.resolve("created");
+        } else {
+          claimed.add(id);
+          pending.resolve(result.name === name && result.tag === tag ? "replayed" : "conflict");
+        }
+      }
+    } catch (error) {
+      // Whether the batch committed is unknown (or it did not): no caller gets a 200. A retry is
+      // safe: a plant that was stored answers as a replay.
+      const failure = asStoreError(error);
+      for (const pending of batch) pending.reject(failure);
+    }
+  }
+
+  /**
+   * Inserts what is new and reads back what was already there, until every id of the batch has
+   * a committed row to compare with. The read is a separate statement on purpose: under READ
+   * COMMITTED it takes a fresh snapshot, so it sees a row whose concurrent insert our INSERT
+   * waited for (one statement would still see its older snapshot, without that row).
+   */
+  async #settle(plants: PlantRow[]): Promise<Map<bigint, Stored & { created: boolean }>> {
+    const result = new Map<bigint, Stored & { created: boolean }>();
+    const firsts = new Map<bigint, PlantRow>();
+    for (const plant of plants) if (!firsts.has(plant.id)) firsts.set(plant.id, plant);
+    let pending = [...firsts.values()];
+    for (let round = 0; pending.length > 0; round++) {
+      if (round >= MAX_SETTLE_ROUNDS) throw new Error("could not settle a batch: its ids kept being deleted and created");
+      const created = await this.#insert(pending);
+      for (const plant of pending) if (created.has(plant.id)) result.set(plant.id, { name: plant.name, tag: plant.tag, created: true });
+      const existing = pending.filter((p) => !created.has(p.id));
+      if (existing.length === 0) break;
+      const rows = await this.#withRetry(() =>
+        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = ANY($1::bigint[])", [existing.map((p) => p.id)], "plants_existing"),
+      );
+      for (const row of rows) result.set(row.id, { name: row.name, tag: row.tag, created: false });
+      // Gone again in between (deleted by someone else): try to insert those once more.
+      pending = existing.filter((p) => !result.has(p.id));
+    }
+    return result;
+  }
+
+  async #insert(plants: PlantRow[]): Promise<Set<bigint>> {
+    const now = Date.now();
+    const rows = await this.#withRetry(() =>
+      query<{ id: bigint | null; events: bigint | null }>(this.#pool, INSERT_BATCH, [
+        plants.map((p) => p.id),
+        plants.map((p) => p.name),
+        plants.map((p) => p.tag),
+        plants.map(() => newMessageId()),
+        plants.map((p) => newPlantPayload(p)),
+        now,
+      ], "plants_insert_batch"),
+    );
+    const created = new Set<bigint>();
+    let events = 0n;
+    for (const row of rows) {
+      if (row.id !== null) created.add(row.id);
+      else events += row.events ?? 0n;
+    }
+    if (events > 0n) for (const listener of this.#eventListeners) listener();
+    return created;
+  }
+
+  /**
+   * Once more on a fresh connection when a pooled one turns out to have been dropped by the
+   * server (a restart, pg_terminate_backend). Only for statements safe to repeat: a repeated
+   * insert of a plant that did commit is a replay, and reads are reads.
+   */
+  async #withRetry<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+      if (!isBrokenConnection(cause) || this.#closed) throw error;
+      return work();
+    }
+  }
+
+  async delete(id: bigint): Promise<DeleteOutcome> {
+    if (this.#closed) throw new Error("the store is closed");
+    const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete");
+    return rows.length === 1 ? "deleted" : "not_found";
+  }
+
+  async get(id: bigint): Promise<NewPlant | undefined> {
+    if (this.#closed) throw new Error("the store is closed");
+    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"));
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+  }
+
+  async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
+    if (this.#closed) throw new Error("the store is closed");
+    // Four plain statements rather than `($1 IS NULL OR …)`, so each one is planned for its index.
+    const [name, text, values] =
+      tag === undefined
+        ? after === undefined
+          ? ["plants_list", "SELECT id, name, tag FROM plants ORDER BY id LIMIT $1", [limit]]
+          : ["plants_list_after", "SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2", [after, limit]]
+        : after === undefined
+          ? ["plants_list_tag", "SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2", [tag, limit]]
+          : ["plants_list_tag_after", "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3", [tag, after, limit]];
+    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
+    return rows.map((row) => (row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag }));
+  }
+
+  async ping(): Promise<void> {
+    if (this.#closed) throw new Error("the store is closed");
+    await query(this.#pool, "SELECT 1");
+  }
+
+  hasDueDeliveries(now: number): Promise<boolean> {
+    return this.#webhooks.hasDueDeliveries(now);
+  }
+
+  claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
+    return this.#webhooks.claimDeliveries(options);
+  }
+
+  recordAttempt(attempt: AttemptRecord): Promise<void> {
+    return this.#webhooks.recordAttempt(attempt);
+  }
+
+  webhookBacklog(): Promise<number> {
+    return this.#webhooks.webhookBacklog();
+  }
+
+  onEvents(listener: () => void): void {
+    this.#eventListeners.push(listener);
+  }
+
+  /** Commits what is queued, then closes every connection. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#inFlight > 0 || this.#queue.length > 0) {
+      await new Promise<void>((resolve) => this.#drained.push(resolve));
+    }
+    await this.#pool.end();
+  }
+}

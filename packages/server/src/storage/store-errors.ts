@@ -1,0 +1,11 @@
+/**
+ * The database cannot be reached right now (refused, reset, timed out, terminated). Backends throw
+ * it instead of driver errors so the HTTP layer can answer 503 (50300) rather than 500, and so a
+ * caller knows a retry may succeed once the database is back.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreUnavailableError";
+  }
+}

@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { createServer, request, type Agent, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+
+/** Helpers for tests that run the built `plantstore-server` as real processes. */
+export const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
+
+export type ServerProcess = {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM, and the exit code (SIGKILL after 10 s). */
+  stop(): Promise<number | null>;
+};
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
+    env: { ...process.env, PLANTSTORE_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${output}`)), 20_000);
+    const onData = () => {
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
+      if (match?.[1] === undefined) return;
+      clearTimeout(timer);
+      child.stdout!.off("data", onData);
+      resolve(match[1]);
+    };
+    child.stdout!.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code} before listening: ${output}`));
+    });
+  });
+  return {
+    url,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      const exit = once(child, "exit") as Promise<[number | null]>;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      const [code] = await exit;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Runs `plantstore-server <args>` to completion. */
+export function runBin(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    child.on("exit", (code) => resolve({ code, out }));
+  });
+}
+
+export type Received = { headers: IncomingHttpHeaders; body: string };
+
+/** A webhook receiver on loopback that answers 200 to everything and keeps what it got. */
+export async function startReceiver(): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (body += c));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(200);
+      res.end();
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export type Answer = { status: number; text: string; ms: number };
+
+/** POST /plants over a keep-alive agent; a network failure is status 0. */
+export function postPlant(agent: Agent, baseUrl: string, token: string, body: string, timeoutMs = 30_000): Promise<Answer> {
+  const url = new URL(baseUrl);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: "/plants",
+        method: "POST",
+        agent,
+        timeout: timeoutMs,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: Date.now() - started }));
+        res.on("error", () => resolve({ status: 0, text, ms: Date.now() - started }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", (error) => resolve({ status: 0, text: error.message, ms: Date.now() - started }));
+    req.end(body);
+  });
+}
+
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Ids as exact BigInts from JSON text (JSON.parse would round those above 2^53). */
+export function idOf(json: string): bigint {
+  return BigInt(/"id":(-?\d+)/.exec(json)![1]!);
+}

@@ -1,0 +1,81 @@
+import { once } from "node:events";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
+
+/**
+ * A TCP proxy on loopback between the server and PostgreSQL, for fault injection on the network
+ * (not a mock: the server speaks the real protocol to the real database through it).
+ * - `cut()`: every open connection is reset and new ones are dropped at once, as when the
+ *   database host goes away and its port refuses.
+ * - `blackhole()`: bytes stop flowing both ways and new connections are accepted but never
+ *   answered, as when a network path silently drops packets: only timeouts notice.
+ * - `restore()`: forwards again (connections from the outage are dropped, as a real one would be).
+ */
+export type TcpProxy = {
+  port: number;
+  cut(): void;
+  blackhole(): void;
+  restore(): void;
+  close(): Promise<void>;
+};
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  let mode: "up" | "cut" | "blackhole" = "up";
+  const pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+
+  const server = createServer((client) => {
+    client.on("error", () => undefined);
+    if (mode === "cut") {
+      client.resetAndDestroy();
+      return;
+    }
+    const pair: { client: Socket; upstream: Socket | undefined } = { client, upstream: undefined };
+    pairs.add(pair);
+    client.on("close", () => {
+      pairs.delete(pair);
+      pair.upstream?.destroy();
+    });
+    if (mode === "blackhole") return; // accepted, never answered
+    const upstream = connect(target.port, target.host);
+    pair.upstream = upstream;
+    upstream.on("error", () => client.destroy());
+    upstream.on("close", () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+
+  const dropAll = () => {
+    for (const { client, upstream } of pairs) {
+      upstream?.resetAndDestroy();
+      client.resetAndDestroy();
+    }
+    pairs.clear();
+  };
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    cut() {
+      mode = "cut";
+      dropAll();
+    },
+    blackhole() {
+      mode = "blackhole";
+      for (const { client, upstream } of pairs) {
+        client.unpipe();
+        upstream?.unpipe();
+        client.pause();
+        upstream?.pause();
+      }
+    },
+    restore() {
+      if (mode === "blackhole") dropAll();
+      mode = "up";
+    },
+    async close() {
+      mode = "cut";
+      dropAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -22,6 +22,9 @@ case "${1:-}" in
     exec pnpm turbo run dev
     ;;
   test)
+    # The browser test needs Debian's chromium; installed here when missing (scripts/chromium.sh).
+    # shellcheck source=scripts/chromium.sh
+    source scripts/chromium.sh
     install
     pnpm turbo run build lint typecheck
     exec pnpm turbo run test --concurrency=1

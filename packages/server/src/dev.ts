@@ -39,6 +39,7 @@ process.stdout.write(
     "",
     `Plant Store (development) on ${running.url}, database ${withoutPassword(config.databaseUrl)}`,
     `OpenAPI document: ${running.url}/openapi.json`,
+    `API reference:    ${running.url}/docs   (Authorize with the token in the curl line below)`,
     "Try it:",
     `  curl -sS -X POST ${running.url}/plants -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '{"id":1,"name":"Fern","tag":"fern"}'`,
     "",

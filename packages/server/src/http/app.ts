@@ -9,6 +9,7 @@ import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { ApiError } from "./api-error.ts";
+import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable } from "./routes.ts";
@@ -49,6 +50,8 @@ export function createApp(options: AppOptions): Koa {
   const routes = new RouteTable(router);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
   routes.addPlainPath("/openapi.json", ["GET", "HEAD"]);
+  const docsPage = createDocsPage();
+  for (const path of DOCS_PATHS) routes.addPlainPath(path, ["GET", "HEAD"]);
   routes.addPlainPath("/healthz", ["GET", "HEAD"]);
   routes.addPlainPath("/readyz", ["GET", "HEAD"]);
   if (metricsAccess !== "off") routes.addPlainPath("/metrics", ["GET", "HEAD"]);
@@ -97,6 +100,11 @@ export function createApp(options: AppOptions): Koa {
       return;
     }
     const state = ctx.state as RequestState;
+    if (method === "GET" && docsPage.has(ctx.path)) {
+      state.route = ctx.path;
+      docsPage.serve(ctx);
+      return;
+    }
     if (method === "GET" && ctx.path === "/healthz") {
       state.route = "/healthz";
       ctx.type = "application/json";

@@ -257,6 +257,8 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
         "(see `x-error-codes` on each response). Integers are exact across the whole int64 range. " +
         "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields).",
     },
+    // The page is not an API operation, so it is linked here rather than listed under paths.
+    externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
     security: [{ bearerAuth: [] }],
     paths,
     webhooks: {

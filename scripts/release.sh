@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `pnpm release`: releases the four @plantstore packages together on their shared version line.
+#   1. changeset version   consumes .changeset/*.md, bumps the version, writes the CHANGELOG.md files
+#   2. openapi:release     the served OpenAPI document becomes the compatibility baseline
+#   3. turbo build         what gets packed
+#   4. git commit          "Release vX.Y.Z", so the tags below point at the released files
+#   5. changeset publish   pnpm publish of every package not yet on the registry, and git tags
+# Then push the commit and its tags: git push --follow-tags.
+#
+# `pnpm release --dry-run` does 1-3, then shows what changeset publish would publish and packs each
+# package with `pnpm publish --dry-run`, without committing or uploading anything. It still edits
+# the working tree (versions, CHANGELOGs): run it in a scratch clone, as e2e/test/release.test.ts does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/toolchain.sh
+source scripts/toolchain.sh
+
+dry_run=false
+case "${1:-}" in
+  "") ;;
+  --dry-run) dry_run=true ;;
+  *) echo "usage: pnpm release [--dry-run]" >&2; exit 2 ;;
+esac
+
+if [ -n "$(git status --porcelain)" ]; then
+  echo "release: commit or stash your changes first; a release is made from a clean tree" >&2
+  exit 1
+fi
+if [ -z "$(find .changeset -maxdepth 1 -name '*.md' ! -name 'README.md' -print -quit)" ]; then
+  echo "release: no changesets to release (add one with pnpm changeset)" >&2
+  exit 1
+fi
+
+pnpm version-packages # changeset version, then openapi:release
+version="$(node -p 'require("./packages/schema/package.json").version')"
+pnpm turbo run build --output-logs=errors-only
+
+if [ "$dry_run" = true ]; then
+  echo "release (dry run): v$version; changeset publish would do:"
+  pnpm changeset publish-plan
+  pnpm -r publish --dry-run --no-git-checks
+  echo "release (dry run): nothing was committed, published or tagged"
+  exit 0
+fi
+
+git add -A
+git commit -m "Release v$version"
+pnpm changeset publish
+echo "release: published v$version; now: git push --follow-tags"

@@ -32,6 +32,11 @@ export const ErrorCodes = {
   RATE_LIMITED: { error: 42900, status: 429, meaning: "Too many requests; retry after the time in Retry-After." },
   INTERNAL: { error: 50000, status: 500, meaning: "An unexpected failure; details are logged, never sent." },
   UNAVAILABLE: { error: 50300, status: 503, meaning: "The store cannot reach its database right now; retry shortly." },
+  SERVER_BUSY: {
+    error: 50301,
+    status: 503,
+    meaning: "The server holds as many connections as it accepts; retry after Retry-After.",
+  },
 } as const satisfies Record<string, { error: number; status: number; meaning: string }>;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

@@ -40,7 +40,7 @@ program
       if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
       // Migrate once, before any worker opens the database.
       await (await openStore(config.databaseUrl, { postgres: config.postgres })).close();
-      superviseWorkers(config.workers, logger);
+      superviseWorkers(config.workers, logger, config.shutdownTimeoutMs);
       return;
     }
     if (config.tokens.length === 0 && config.jwt === undefined) {
@@ -48,18 +48,31 @@ program
     }
     const running = await startServer({ config, logger });
     logger.info({ url: running.url }, "plantstore listening");
-    const stop = (signal: string) => {
-      logger.info({ signal }, "shutting down");
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      // A second signal (a cluster primary forwarding the terminal's Ctrl-C, an impatient
+      // supervisor) must not kill the process mid-drain: the deadline below bounds the stop.
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal, deadlineMs: config.shutdownTimeoutMs }, "shutting down");
+      const deadline = setTimeout(() => {
+        logger.error({ deadlineMs: config.shutdownTimeoutMs }, "shutdown deadline passed; exiting");
+        process.exit(1);
+      }, config.shutdownTimeoutMs);
       running.close().then(
-        () => process.exit(0),
+        () => {
+          clearTimeout(deadline);
+          logger.info("stopped");
+          process.exit(0);
+        },
         (error: unknown) => {
           logger.error({ err: error }, "shutdown failed");
           process.exit(1);
         },
       );
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
   });
 
 program

@@ -26,6 +26,9 @@ const EnvSchema = z.object({
   PLANTSTORE_BODY_LIMIT: z.coerce.number().int().min(64).max(16 * 1024 * 1024).default(16 * 1024),
   PLANTSTORE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   PLANTSTORE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  PLANTSTORE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  PLANTSTORE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  PLANTSTORE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(20_000),
   PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
   PLANTSTORE_CORS_ORIGINS: z.string().optional(),
@@ -77,6 +80,12 @@ export type Config = {
   /** Time allowed for a request's headers, and for the whole request (headers and body). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open between requests. */
+  keepAliveTimeoutMs: number;
+  /** Open connections the API port holds at most; beyond, new ones get one 503 and are closed. */
+  maxConnections: number;
+  /** Time a stop (SIGTERM/SIGINT) may take; past it, unfinished requests are cut and the process exits 1. */
+  shutdownTimeoutMs: number;
   /** Who may read /metrics on the API port: `token` (any valid API token), `public`, or `off`. */
   metrics: "token" | "public" | "off";
   /** When set, /metrics is served only on this separate port, without a token (bind it privately). */
@@ -156,6 +165,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: e.PLANTSTORE_WORKERS,
     headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),
+    keepAliveTimeoutMs: e.PLANTSTORE_KEEP_ALIVE_TIMEOUT_MS,
+    maxConnections: e.PLANTSTORE_MAX_CONNECTIONS,
+    shutdownTimeoutMs: e.PLANTSTORE_SHUTDOWN_TIMEOUT_MS,
     metrics: e.PLANTSTORE_METRICS,
     metricsPort: e.PLANTSTORE_METRICS_PORT,
     webhookAllowedHosts: (e.PLANTSTORE_WEBHOOK_ALLOWED_HOSTS ?? "")

@@ -46,6 +46,10 @@ process.stdout.write(
   ].join("\n"),
 );
 
-const stop = () => void running.close().then(() => process.exit(0));
+const stop = () =>
+  void running.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);

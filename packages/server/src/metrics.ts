@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(sources: { webhookBacklog?: () => Promise<number> } = {}) {
+export function createMetrics(sources: { webhookBacklog?: () => Promise<number>; openConnections?: () => number } = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "plantstore_" });
   return {
@@ -36,9 +36,15 @@ export function createMetrics(sources: { webhookBacklog?: () => Promise<number> 
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
       registers: [registry],
     }),
-    webhookDeliveries: new Counter({
+    webhookAttempts: new Counter({
       name: "plantstore_webhook_attempts_total",
       help: "Webhook delivery attempts, by outcome (delivered, failed_attempt, gone).",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: "plantstore_webhook_deliveries_total",
+      help: "Webhook deliveries that reached a final outcome: delivered, failed (gave up after every retry) or gone (410).",
       labelNames: ["outcome"] as const,
       registers: [registry],
     }),
@@ -55,6 +61,19 @@ export function createMetrics(sources: { webhookBacklog?: () => Promise<number> 
           // keep the previous value
         }
       },
+    }),
+    openConnections: new Gauge({
+      name: "plantstore_http_open_connections",
+      help: "Connections the API port holds open (see PLANTSTORE_MAX_CONNECTIONS).",
+      registers: [registry],
+      collect() {
+        if (sources.openConnections !== undefined) this.set(sources.openConnections());
+      },
+    }),
+    connectionsRefused: new Counter({
+      name: "plantstore_http_connections_refused_total",
+      help: "Connections answered 503 and closed because PLANTSTORE_MAX_CONNECTIONS were open.",
+      registers: [registry],
     }),
     rateLimited: new Counter({
       name: "plantstore_rate_limited_total",

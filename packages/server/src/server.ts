@@ -9,7 +9,8 @@ import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
-import { answerClientError } from "./http/client-error.ts";
+import { answerClientError, answerConnect } from "./http/client-error.ts";
+import { guardConnections } from "./http/connections.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
@@ -28,7 +29,13 @@ export type RunningServer = {
   port: number;
   server: Server;
   store: PlantStore;
-  close(): Promise<void>;
+  /**
+   * Graceful stop: stops accepting, lets requests under way finish (keep-alive connections are
+   * told `Connection: close`), stops webhook delivery at a safe point, commits what is queued and
+   * closes the database. Rejects when `deadlineMs` (default PLANTSTORE_SHUTDOWN_TIMEOUT_MS) passed
+   * before every request was answered; those connections were cut.
+   */
+  close(options?: { deadlineMs?: number }): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 };
 
@@ -39,14 +46,20 @@ export type StartOptions = {
   authenticator?: Authenticator;
 };
 
-const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+// On shutdown, idle keep-alive connections get this long to send one last request (answered with
+// `Connection: close`) before they are closed, so a request already on the wire is not reset.
+const IDLE_GRACE_MS = 1_000;
+// A connection on which no byte moves either way for this long past the request timeout (a client
+// that stopped reading its answer) is closed; the request timeout itself answers 408 first.
+const STALL_MARGIN_MS = 5_000;
 
 /** Opens the store, builds the app and listens; `port: 0` picks an ephemeral port. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
   let backlog = async () => 0;
-  const metrics = createMetrics({ webhookBacklog: () => backlog() });
+  let openConnections = () => 0;
+  const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
   const store = await openStore(config.databaseUrl, {
     durability: config.durability,
     onCommit: (size, ms) => {
@@ -63,7 +76,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const tokenStore = await openTokenStore(config.databaseUrl, "server", { postgres: config.postgres });
   const opaqueTokens = await OpaqueTokenAuthenticator.start({
     store: tokenStore,
-    logger,
+    // Background work, not a request: its lines say where they come from instead of a reqId.
+    logger: logger.child({ component: "tokens" }),
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
   });
   const configured = chainAuthenticators([
@@ -72,12 +86,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)]),
   ]);
   const authenticator = options.authenticator ?? configured;
-  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, logger);
+  const rateLimitLogger = logger.child({ component: "rate-limit" });
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,
     authFailures: config.rateLimits.authFailures,
     redis: redis === undefined ? undefined : { client: redis, prefix: config.redisPrefix },
-    logger,
+    logger: rateLimitLogger,
     metrics,
   });
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
@@ -91,13 +106,26 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     {
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the two timeouts above on this interval (30 s by default, too coarse for them).
       connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
     },
     app.callback(),
   );
+  server.timeout = config.requestTimeoutMs + STALL_MARGIN_MS;
   server.on("clientError", answerClientError);
+  server.on("connect", answerConnect);
+  // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
+  // RFC 9110 §10.1.1 lets a server ignore expectations it does not know: serve the request as usual.
+  server.on("checkExpectation", (req, res) => server.emit("request", req, res));
+  // A client that half-closes after its request (`nc`, some proxies) still gets the answer: by
+  // default Node aborts the request on the client's FIN, after it may already have been stored.
+  Object.assign(server, { httpAllowHalfOpen: true });
+  const connections = guardConnections(server, {
+    maxConnections: config.maxConnections,
+    onRefused: () => metrics.connectionsRefused.inc(),
+  });
+  openConnections = () => connections.open;
   server.listen(config.port, config.host);
   try {
     await once(server, "listening");
@@ -112,7 +140,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),
-    logger,
+    // Background work, not a request: its lines say where they come from instead of a reqId.
+    logger: logger.child({ component: "webhooks" }),
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
@@ -122,26 +151,28 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const url = `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${port}`;
 
   let closing: Promise<void> | undefined;
-  const close = () =>
+  const close = (options: { deadlineMs?: number } = {}) =>
     (closing ??= (async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      // Webhook attempts under way finish and are recorded before the database closes.
-      await dispatcher.stop();
+      const deadline = Date.now() + (options.deadlineMs ?? config.shutdownTimeoutMs);
+      // Requests finish while webhook delivery stops; events written meanwhile wait in the outbox.
+      const [answeredAll] = await Promise.all([
+        connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline }),
+        dispatcher.stop(),
+      ]);
       metricsServer?.closeAllConnections();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
       // Last-used times still in memory are written before the database closes.
       await configured.close();
       await tokenStore.close();
       if (redis !== undefined) await disconnectRedis(redis);
+      // Commits what is queued (requests under way were waiting for it), then closes the database.
       await store.close();
+      if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
     })());
 
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
   const metricsUrl = metricsAddress === undefined ? undefined : `http://${url.split("//")[1]!.split(":")[0]}:${metricsAddress.port}`;
-  return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: close };
+  return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: () => close() };
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -1,20 +1,31 @@
 import cluster from "node:cluster";
 import type { Logger } from "pino";
 
+// Past the workers' own shutdown deadline, the primary gives them this long to exit on their own.
+const PRIMARY_MARGIN_MS = 2_000;
+
 /**
  * Runs `workers` copies of the HTTP server behind one port with node:cluster, so both cores
  * serve. SQLite stays correct with several processes: WAL lets them read concurrently and its
  * file lock serialises their commits (each process still groups its own). On PostgreSQL each
  * worker is one more stateless instance with its own connection pool. The primary only
- * supervises: it restarts a worker that dies and passes SIGTERM/SIGINT on for a clean stop.
+ * supervises: it restarts a worker that dies, and on SIGTERM/SIGINT passes the signal on, waits
+ * for every worker's graceful stop and exits 0 only if each of them did (1 otherwise, or when
+ * they are not done shortly after `shutdownTimeoutMs`).
  */
-export function superviseWorkers(workers: number, logger: Logger): void {
+export function superviseWorkers(workers: number, logger: Logger, shutdownTimeoutMs: number): void {
   let stopping = false;
+  let failed = false;
   const fork = () => cluster.fork();
   for (let i = 0; i < workers; i++) fork();
+  const alive = () => Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
   cluster.on("exit", (worker, code, signal) => {
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (code !== 0) {
+        failed = true;
+        logger.error({ pid: worker.process.pid, code, signal }, "worker did not stop cleanly");
+      }
+      if (alive().length === 0) process.exit(failed ? 1 : 0);
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, "worker died; starting another");
@@ -23,11 +34,18 @@ export function superviseWorkers(workers: number, logger: Logger): void {
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, "stopping workers");
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    logger.info({ signal, deadlineMs: shutdownTimeoutMs }, "stopping workers");
+    const remaining = alive();
+    if (remaining.length === 0) process.exit(0);
+    for (const worker of remaining) worker.process.kill(signal);
+    setTimeout(() => {
+      logger.error({ workers: alive().length }, "workers did not stop in time; killing them");
+      for (const worker of alive()) worker.process.kill("SIGKILL");
+      process.exit(1);
+    }, shutdownTimeoutMs + PRIMARY_MARGIN_MS).unref();
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
 }
 
 export const isWorkerProcess = () => cluster.isWorker;

@@ -1,8 +1,13 @@
+import { spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { expectErrorShape, rawRequest, testConfig, TOKEN } from "./harness.ts";
+import { BIN } from "./spawned-server.ts";
 import { createTestDatabase } from "./test-database.ts";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -22,7 +27,7 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
   });
   const running = await startServer({
     config: testConfig(database.url, { logLevel: "info", ...overrides }),
-    logger: createLogger("info", sink),
+    logger: createLogger(overrides.logLevel ?? "info", sink),
   });
   cleanups.push(async () => {
     await running.close();
@@ -35,7 +40,7 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
       body,
     });
-  return { running, lines, post };
+  return { running, lines, post, databaseUrl: database.url };
 }
 
 describe("request ids", () => {
@@ -63,7 +68,10 @@ describe("request ids", () => {
     await new Promise((r) => setTimeout(r, 50));
     const requestLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(requestLines.length).toBeGreaterThanOrEqual(4);
-    for (const line of requestLines) expect(typeof line["reqId"]).toBe("string");
+    // Webhook delivery runs in the background (its poll may meet the closed store): it names its component instead.
+    for (const line of requestLines) {
+      if (line["component"] !== "webhooks") expect(typeof line["reqId"], JSON.stringify(line)).toBe("string");
+    }
     expect(requestLines.some((l) => l["msg"] === "request failed" && l["level"] === 50)).toBe(true);
   });
 });
@@ -83,6 +91,57 @@ describe("logs never carry secrets", () => {
     const all = lines.join("\n");
     expect(lines.length).toBeGreaterThan(0);
     for (const secret of [TOKEN, wrongToken, secretField]) expect(all).not.toContain(secret);
+  });
+
+  it("contains no webhook secret, receiver URL token or body secret on any error path, 5xx included, even at trace level", async () => {
+    const secret = `whsec_${Buffer.from("webhook-signing-secret-0123456789").toString("base64")}`;
+    const bodySecret = "body-secret-on-error-paths-77";
+    const wrongToken = "wrong-token-on-error-paths";
+    // A receiver that fails, then asks to be left alone: both are logged as failed attempts.
+    let attempts = 0;
+    const receiver = createServer((_req, res) => {
+      attempts++;
+      res.writeHead(attempts === 1 ? 500 : 410).end();
+    });
+    receiver.listen(0, "127.0.0.1");
+    await once(receiver, "listening");
+    cleanups.push(() => new Promise<void>((r) => receiver.close(() => r())));
+    const { lines, post, running, databaseUrl } = await serverWithLogs({ logLevel: "trace", webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 10 });
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook?key=receiver-url-token-99`;
+    const added = spawnSync(process.execPath, [BIN, "webhooks", "add", hook, "--secret", secret], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" },
+      encoding: "utf8",
+    });
+    expect(added.status, added.stderr).toBe(0);
+    expect((await post('{"id":20,"name":"announced"}')).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while (attempts < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(attempts).toBe(2);
+
+    // Every kind of refusal, each carrying the secret in the body, the path or the query.
+    const refusals: Array<[number, Promise<{ status: number }>]> = [
+      [400, post(`{"password":"${bodySecret}"`)],
+      [400, post(`{"id":21,"name":"${bodySecret}${"x".repeat(300)}"}`)],
+      [409, post(`{"id":20,"name":"${bodySecret}"}`)],
+      [413, post(`{"id":22,"name":"a","password":"${bodySecret.repeat(1000)}"}`)],
+      [415, post(`{"id":23,"name":"${bodySecret}"}`, { "content-type": "text/plain" })],
+      [401, post(`{"id":24,"name":"${bodySecret}"}`, { authorization: `Bearer ${wrongToken}` })],
+      [404, rawRequest(running.url, { method: "GET", path: `/${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}` } })],
+      [400, rawRequest(running.url, { method: "GET", path: `/plants?limit=${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}` } })],
+      [200, rawRequest(running.url, { method: "GET", path: `/plants?tag=${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}`, "x-request-id": `${bodySecret} x` } })],
+    ];
+    for (const [status, response] of refusals) expect((await response).status).toBe(status);
+    // And the 5xx path: the database goes away under a request that carries the secret.
+    await running.store.close();
+    expect((await post(`{"id":25,"name":"${bodySecret}","password":"${bodySecret}"}`)).status).toBe(500);
+    await new Promise((r) => setTimeout(r, 100));
+
+    const all = lines.join("\n");
+    expect(lines.some((l) => l.includes('"msg":"webhook attempt failed"'))).toBe(true);
+    expect(lines.some((l) => l.includes('"msg":"request failed"'))).toBe(true);
+    for (const leaked of [TOKEN, wrongToken, bodySecret, secret, secret.slice("whsec_".length), "receiver-url-token-99"]) {
+      expect(all).not.toContain(leaked);
+    }
   });
 });
 
@@ -135,7 +194,7 @@ describe("GET /healthz and GET /readyz", () => {
     const { running } = await serverWithLogs();
     const ready = await rawRequest(running.url, { method: "GET", path: "/readyz" });
     expect(ready.status).toBe(200);
-    expect(ready.json).toEqual({ status: "ready" });
+    expect(ready.json).toEqual({ status: "ready", migrations: { applied: 4, known: 4 } });
     await running.store.close();
     expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/readyz" }), 503, 50300);
     // The process is alive all the same.

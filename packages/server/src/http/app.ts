@@ -113,13 +113,18 @@ export function createApp(options: AppOptions): Koa {
     }
     if (method === "GET" && ctx.path === "/readyz") {
       state.route = "/readyz";
+      let migrations;
       try {
         await store.ping();
+        migrations = await store.migrations?.();
       } catch (error) {
         throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
       }
+      if (migrations !== undefined && migrations.applied < migrations.known) {
+        throw new ApiError("UNAVAILABLE", `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`);
+      }
       ctx.type = "application/json";
-      ctx.body = '{"status":"ready"}';
+      ctx.body = JSON.stringify({ status: "ready", ...(migrations === undefined ? {} : { migrations }) });
       return;
     }
     if (method === "GET" && ctx.path === "/metrics" && metricsAccess !== "off") {

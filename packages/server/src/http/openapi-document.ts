@@ -18,7 +18,7 @@ const errorRef = { $ref: "#/components/schemas/Error" };
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
 const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE", "RATE_LIMITED"];
-const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE"];
+const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"];
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
 const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
@@ -105,7 +105,7 @@ const STATUS_SUMMARY: Record<number, string> = {
   415: "The body is not application/json",
   429: "Rate limited",
   500: "Unexpected server failure",
-  503: "The database is unreachable",
+  503: "The database is unreachable, or the server holds as many connections as it accepts",
 };
 
 function errorResponses(codes: ErrorCodeName[]): Json {

@@ -16,6 +16,8 @@ export type ListOptions = {
   tag?: string | undefined;
 };
 
+export type MigrationStatus = { applied: number; known: number };
+
 export interface PlantStore {
   create(plant: NewPlant): Promise<CreateOutcome>;
   /** Durable like create: resolved only after the delete has committed. */
@@ -25,5 +27,7 @@ export interface PlantStore {
   list(options: ListOptions): Promise<NewPlant[]>;
   /** Cheap liveness probe of the underlying database. */
   ping(): Promise<void>;
+  /** Schema migrations recorded in the database, and the newest this build knows (for /readyz). */
+  migrations?(): Promise<MigrationStatus>;
   close(): Promise<void>;
 }

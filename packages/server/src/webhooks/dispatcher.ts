@@ -40,7 +40,8 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const gone = result.statusCode === 410;
     const outcome = ok ? "delivered" : gone ? "gone" : attempts >= MAX_ATTEMPTS ? "failed" : "pending";
-    metrics.webhookDeliveries.inc({ outcome: ok ? "delivered" : gone ? "gone" : "failed_attempt" });
+    metrics.webhookAttempts.inc({ outcome: ok ? "delivered" : gone ? "gone" : "failed_attempt" });
+    if (outcome !== "pending") metrics.webhookDeliveries.inc({ outcome });
     await queue.recordAttempt({
       deliveryId: delivery.deliveryId,
       subscriberId: delivery.subscriberId,

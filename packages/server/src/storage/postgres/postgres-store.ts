@@ -1,9 +1,9 @@
 import type { Pool } from "pg";
 import type { NewPlant } from "@plantstore/schema";
-import type { CreateOutcome, DeleteOutcome, ListOptions, PlantStore } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
-import { migratePostgres } from "./migrations.ts";
+import { migratePostgres, postgresMigrations } from "./migrations.ts";
 import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 
@@ -257,6 +257,12 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async ping(): Promise<void> {
     if (this.#closed) throw new Error("the store is closed");
     await query(this.#pool, "SELECT 1");
+  }
+
+  async migrations(): Promise<MigrationStatus> {
+    if (this.#closed) throw new Error("the store is closed");
+    const [row] = await query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations");
+    return { applied: Number(row?.n ?? 0), known: postgresMigrations.length };
   }
 
   hasDueDeliveries(now: number): Promise<boolean> {

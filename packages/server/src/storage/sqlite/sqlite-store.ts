@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import type { NewPlant } from "@plantstore/schema";
-import type { CreateOutcome, DeleteOutcome, ListOptions, PlantStore } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
@@ -245,6 +245,11 @@ export class SqliteStore implements PlantStore, WebhookQueue {
 
   async ping(): Promise<void> {
     this.#db.prepare("SELECT 1").get();
+  }
+
+  async migrations(): Promise<MigrationStatus> {
+    const row = this.#db.prepare("SELECT count(*) AS n FROM schema_migrations").get() as { n: bigint };
+    return { applied: Number(row.n), known: sqliteMigrations.length };
   }
 
   /** Commits what is queued, stops the writer, then closes. */

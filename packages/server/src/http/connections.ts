@@ -1,0 +1,113 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { Server as NetServer, type Socket } from "node:net";
+import { ApiError } from "./api-error.ts";
+import { rawErrorResponse } from "./client-error.ts";
+
+export type ConnectionGuard = {
+  /** Connections the HTTP server holds right now (refused ones are not counted). */
+  readonly open: number;
+  /**
+   * Stops accepting (new connections are refused by the OS), answers every request still to come
+   * on an open connection with `Connection: close`, gives idle keep-alive connections `idleGraceMs`
+   * to send a last request, then closes them. Resolves `true` once every connection is closed, or
+   * cuts what is left at `deadline` (epoch ms) and resolves `false`.
+   */
+  drain(options: { idleGraceMs: number; deadline: number }): Promise<boolean>;
+};
+
+export type ConnectionGuardOptions = {
+  maxConnections: number;
+  /** Called for each connection refused because the cap was reached (for metrics). */
+  onRefused?: () => void;
+};
+
+// A refused client gets this long to read its 503 and close; then the socket is destroyed.
+const REFUSED_LINGER_MS = 2_000;
+const IDLE_SWEEP_MS = 100;
+
+/**
+ * Owns the lifecycle of the API port's connections: a cap on how many are open at once (so idle or
+ * slow clients cannot take every file descriptor) and a graceful drain for shutdown.
+ *
+ * Why not `server.close()` for the drain: Node's close destroys idle keep-alive connections at
+ * once, and a client that is just sending its next request on one sees a reset for a request the
+ * server never read. Closing only the listening socket (net.Server's close) and marking every
+ * answer `Connection: close` lets each client finish the request it is sending and learn that
+ * the connection ends, so under load nothing is cut mid-request.
+ */
+export function guardConnections(server: Server, options: ConnectionGuardOptions): ConnectionGuard {
+  const sockets = new Set<Socket>();
+  const responses = new Set<ServerResponse>();
+  let draining = false;
+
+  // The HTTP server attaches its parser in its 'connection' listener: it only sees sockets we let through.
+  const httpListeners = server.listeners("connection") as Array<(socket: Socket) => void>;
+  server.removeAllListeners("connection");
+  server.on("connection", (socket: Socket) => {
+    if (sockets.size >= options.maxConnections && !draining) {
+      refuse(socket);
+      options.onRefused?.();
+      return;
+    }
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    for (const listener of httpListeners) listener.call(server, socket);
+  });
+
+  server.prependListener("request", (_req: IncomingMessage, res: ServerResponse) => {
+    if (draining) closeAfter(res);
+    responses.add(res);
+    res.once("close", () => responses.delete(res));
+  });
+
+  return {
+    get open() {
+      return sockets.size;
+    },
+    async drain({ idleGraceMs, deadline }) {
+      draining = true;
+      for (const res of responses) closeAfter(res);
+      const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+      let sweep: NodeJS.Timeout | undefined;
+      const grace = setTimeout(() => {
+        server.closeIdleConnections();
+        // Connections whose answer was already under way when the drain began end idle later.
+        sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+      }, Math.max(0, Math.min(idleGraceMs, deadline - Date.now())));
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        closed.then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now())))),
+      ]);
+      clearTimeout(timer);
+      clearTimeout(grace);
+      clearInterval(sweep);
+      if (!finished) {
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+        await closed;
+      }
+      // http.Server's own close stops its timeout checker; the listening socket is already closed.
+      server.close(() => undefined);
+      return finished;
+    },
+  };
+}
+
+/** The answer, whenever it is sent, ends its connection. */
+function closeAfter(res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  if (!res.headersSent) res.setHeader("Connection", "close");
+}
+
+function refuse(socket: Socket): void {
+  socket.on("error", () => socket.destroy());
+  // Read and drop whatever the client sends, so closing does not reset the answer away.
+  socket.resume();
+  socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
+  socket.end(
+    rawErrorResponse(new ApiError("SERVER_BUSY", "the server is at its connection limit; retry shortly"), {
+      "Retry-After": "1",
+    }),
+  );
+}

@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { authSetup } from "./auth-target.ts";
 import { openBackend, type Backend } from "./backends.ts";
 import { loadAverage, pinSelf, planCpus, type CpuPlan } from "./cpu.ts";
 import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
@@ -52,7 +53,7 @@ function migrate(server: ServerBin, env: Record<string, string>): void {
   execFileSync(process.execPath, [server.bin, "migrate"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
 }
 
-type Started = { target: Target; variant: Variant | null; backend: Backend | null };
+type Started = { target: Target; variant: Variant | null; backend: Backend | null; token: string };
 
 async function startOurs(
   options: BenchOptions,
@@ -69,6 +70,8 @@ async function startOurs(
       PLANTSTORE_DURABILITY: variant.durability,
       // The default level: one access-log line per request is part of what a real deployment pays.
       PLANTSTORE_LOG_LEVEL: "info",
+      // The per-token limiter runs for issued tokens and JWTs (its cost is part of theirs), but never refuses here.
+      PLANTSTORE_RATE_LIMIT_TOKEN: "100000000/60s",
       ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
     };
     const server = variant.bin === undefined ? context.server : { ...context.server, bin: resolve(variant.bin) };
@@ -80,6 +83,14 @@ async function startOurs(
       await backend.prefill(variant.prefill, options.ids);
       say(`prefill ${variant.name}: done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     }
+    let token = context.token;
+    if (variant.auth !== undefined) {
+      // The same server on a database of its own, authenticating an issued token or a JWT.
+      env["PLANTSTORE_TOKENS"] = "";
+      const setup = authSetup(variant.auth, server.bin, env);
+      Object.assign(env, setup.env);
+      token = setup.token;
+    }
     // Clustered workers share one listening socket, which cannot be "port 0, whichever": pick one.
     const workers = variant.workers ?? 1;
     const target = await startTarget(variant.name, [server.bin, "serve"], env, {
@@ -90,7 +101,7 @@ async function startOurs(
         ...(context.profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(context.profileDir, variant.name)}`]),
       ],
     });
-    return { target, variant, backend };
+    return { target, variant, backend, token };
   } catch (error) {
     await backend.dispose();
     throw error;
@@ -139,7 +150,7 @@ async function bench(options: BenchOptions): Promise<number> {
     load = await LoadGenerator.start(plan);
     if (options.scenario !== "soak") {
       const baseline = await startTarget("baseline", [BASELINE_SCRIPT], { BASELINE_LIST_LIMIT: String(options.limit) }, { cpus: { plan, cpus: plan.server } });
-      started.push({ target: baseline, variant: null, backend: null });
+      started.push({ target: baseline, variant: null, backend: null, token });
     }
     for (const variant of options.variants) {
       started.push(await startOurs(options, variant, { server, scratch, token, plan, profileDir }));
@@ -148,7 +159,7 @@ async function bench(options: BenchOptions): Promise<number> {
     let jobs = 0;
     const jobFor = (s: Started, seconds: number, extra: Partial<LoadJob> = {}): Omit<LoadJob, "jobId"> => ({
       url: s.target.url,
-      token,
+      token: s.token,
       connections: options.connections,
       durationSec: seconds,
       spec: requestSpec(options, s.variant ?? options.variants[0]!, ++jobs),
@@ -185,6 +196,7 @@ async function bench(options: BenchOptions): Promise<number> {
     };
     let failures: string[];
     let table: string;
+    let authVsStatic: number | undefined;
     if (options.scenario === "soak") {
       const soak = await runSoak(options, load, started[0]!.target, (seconds, extra) => jobFor(started[0]!, seconds, extra), say);
       report["soak"] = soak.report;
@@ -213,6 +225,11 @@ async function bench(options: BenchOptions): Promise<number> {
       }
       report["targets"] = reports;
       report["ratios"] = ratios(reports);
+      // The headline ratios by name, as earlier versions of this JSON had them.
+      const rps = (name: string) => reports[name]?.summary.requestsPerSecMean;
+      const share = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
+      authVsStatic = share(rps(`ours-${options.auth}`), rps("ours"));
+      report["ratio"] = { requestsPerSec: share(rps(options.variants[0]!.name), rps("baseline")), ...(authVsStatic === undefined ? {} : { authVsStatic }) };
       failures = findFailures(reports);
       table = formatTargets(reports);
     }
@@ -252,6 +269,7 @@ async function bench(options: BenchOptions): Promise<number> {
         `, load average ${loadBefore.join(" ")} before, ${loadAfter.join(" ")} after\n`,
     );
     say(table);
+    if (authVsStatic !== undefined) say(`ours-${options.auth}/ours (static token) req/s: ${authVsStatic.toFixed(3)}`);
     if (profiles !== undefined) for (const [name, summary] of Object.entries(profiles)) say(`\n${formatProfile(summary, name)}`);
     say(`\nresults: ${out}${profileDir === undefined ? "" : `\nprofiles: ${profileDir}`}`);
     if (failures.length > 0) {

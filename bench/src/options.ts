@@ -4,6 +4,7 @@ import type { IdMode } from "./scenarios.ts";
 
 export type Durability = "full" | "normal";
 export type Scenario = "insert" | "list" | "soak";
+export type Auth = "static" | "opaque" | "jwt";
 
 /** One configuration of our server; several in one run are measured side by side. */
 export type Variant = {
@@ -16,6 +17,8 @@ export type Variant = {
   prefill: number;
   /** Another build of the server to run instead of the workspace's (`--compare-bin`). */
   bin?: string;
+  /** Authenticate an issued `ps_` token or an HS256 JWT instead of a PLANTSTORE_TOKENS token (`--auth`). */
+  auth?: "opaque" | "jwt";
 };
 
 export type BenchOptions = {
@@ -44,6 +47,12 @@ export type BenchOptions = {
   cpuProf: boolean;
   /** A bin.js of another build, run as the target `compare` beside ours. */
   compareBin: string | undefined;
+  /**
+   * `static`: our server with a PLANTSTORE_TOKENS token (the default). `opaque` / `jwt`: also a
+   * copy of our server, measured in the same alternating rounds, authenticated with an issued
+   * `ps_` token or an HS256 JWT, so the cost of that authentication is a side-by-side ratio.
+   */
+  auth: Auth;
   smoke: boolean;
   /** Where the JSON goes; default bench/results/<timestamp>.json. */
   out: string | undefined;
@@ -70,6 +79,8 @@ export const USAGE = `Usage: pnpm bench [options]
   --interval <s>        soak: seconds per reported interval (default 10; smoke 1)
   --no-pin              do not pin server and load generator to separate CPUs
   --cpu-prof            profile our server (node --cpu-prof) and print its top costs
+  --auth <kind>         static (default) | opaque | jwt: also measure our server authenticating
+                        an issued token or a JWT (target ours-<kind>), beside the static-token one
   --compare-bin <path>  also run this build of the server (its dist/bin.js) as target "compare",
                         configured like the first of ours: two commits side by side in one run
   --smoke               a short run proving the harness works
@@ -126,6 +137,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         "no-pin": { type: "boolean", default: false },
         "cpu-prof": { type: "boolean", default: false },
         "compare-bin": { type: "string" },
+        auth: { type: "string" },
         smoke: { type: "boolean", default: false },
         out: { type: "string" },
         help: { type: "boolean", default: false },
@@ -184,6 +196,12 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     }
   }
 
+  const auth = values.auth ?? "static";
+  if (auth !== "static" && auth !== "opaque" && auth !== "jwt") throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
+  if (auth !== "static") {
+    if (scenario === "soak") throw new UsageError("--auth needs the insert or list scenario");
+    variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
+  }
   if (values["compare-bin"] !== undefined) {
     if (scenario === "soak") throw new UsageError("--compare-bin needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: "compare", bin: values["compare-bin"] });
@@ -209,6 +227,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
     compareBin: values["compare-bin"],
+    auth,
     smoke,
     out: values.out,
   };

@@ -3,6 +3,7 @@ import { PlantStoreError, PlantStoreProtocolError } from "@plantstore/client";
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
 import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
+import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
 
@@ -20,6 +21,7 @@ export function createProgram(io: Io): Command {
   addPlantsCreateCommand(plants, io);
   addPlantsListCommand(plants, io);
   addPlantsDeleteCommand(plants, io);
+  addWhoAmICommand(program, io);
   return program;
 }
 

@@ -1,9 +1,10 @@
-import { stringifyJsonLossless, type NewPlant, type Plant } from "@plantstore/schema";
+import { stringifyJsonLossless, type NewPlant, type Plant, type WhoAmI } from "@plantstore/schema";
 import { deletePlant } from "./delete-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { toNewPlant, type NewPlantInput } from "./new-plant-input.ts";
 import { readPlantResponse } from "./read-response.ts";
 import { createConnection } from "./send-request.ts";
+import { whoAmI } from "./whoami.ts";
 
 export type PlantStoreClientOptions = {
   /** Where the service is, e.g. `https://plants.example.com` or `http://127.0.0.1:3000/`. */
@@ -27,6 +28,8 @@ export type PlantStoreClient = {
   iteratePlants(options?: ListPlantsOptions, requestOptions?: RequestOptions): AsyncGenerator<NewPlant, void, undefined>;
   /** `DELETE /plants/{id}`: resolves on 204; rejects with PlantStoreError 404 when no such plant is stored. */
   deletePlant(id: bigint | number, options?: RequestOptions): Promise<void>;
+  /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
+  whoAmI(options?: RequestOptions): Promise<WhoAmI>;
 };
 
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.
@@ -74,5 +77,6 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
     listPlants: (listOptions = {}, requestOptions = {}) => listPlants(connection, listOptions, requestOptions.signal),
     iteratePlants: (listOptions = {}, requestOptions = {}) => iteratePlants(connection, listOptions, requestOptions.signal),
     deletePlant: (id, requestOptions = {}) => deletePlant(connection, id, requestOptions.signal),
+    whoAmI: (requestOptions = {}) => whoAmI(connection, requestOptions.signal),
   };
 }

@@ -19,6 +19,67 @@ export class PlantStoreError extends Error {
   }
 }
 
+// The subclasses keep `name` "PlantStoreError", as 401/403/429 answers were named before they
+// existed; tell them apart with instanceof or `status`.
+
+/** 401: no token was sent, or it is unknown, malformed, expired or revoked. */
+export class PlantStoreUnauthorizedError extends PlantStoreError {
+  /** The `WWW-Authenticate` challenge, e.g. `Bearer realm="plantstore", error="invalid_token"`. */
+  readonly challenge: string | undefined;
+
+  constructor(code: number, message: string, challenge: string | undefined) {
+    super(401, code, message);
+    this.challenge = challenge;
+  }
+}
+
+/** 403: the token is valid but lacks a scope the operation needs. */
+export class PlantStoreForbiddenError extends PlantStoreError {
+  /** The scopes the server named in its challenge (`scope="plants:write"`), e.g. `["plants:write"]`. */
+  readonly requiredScopes: readonly string[];
+
+  constructor(code: number, message: string, requiredScopes: readonly string[]) {
+    super(403, code, message);
+    this.requiredScopes = requiredScopes;
+  }
+}
+
+/** 429: too many requests for this token, or too many failed authentications from this address. */
+export class PlantStoreRateLimitError extends PlantStoreError {
+  /** Seconds to wait before retrying (from `Retry-After`), or undefined when the server did not say. */
+  readonly retryAfter: number | undefined;
+
+  constructor(code: number, message: string, retryAfter: number | undefined) {
+    super(429, code, message);
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** `Retry-After` is delay-seconds or an HTTP-date (RFC 9110 §10.2.3); either becomes seconds from now. */
+function retryAfterSeconds(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+/** The typed error for an `Error` body: a subclass for 401, 403 and 429, else PlantStoreError. */
+export function toPlantStoreError(status: number, code: number, message: string, headers: Headers): PlantStoreError {
+  const challenge = headers.get("www-authenticate") ?? undefined;
+  switch (status) {
+    case 401:
+      return new PlantStoreUnauthorizedError(code, message, challenge);
+    case 403: {
+      const scope = challenge === undefined ? undefined : /\bscope="([^"]*)"/.exec(challenge)?.[1];
+      return new PlantStoreForbiddenError(code, message, scope === undefined ? [] : scope.split(" ").filter((s) => s.length > 0));
+    }
+    case 429:
+      return new PlantStoreRateLimitError(code, message, retryAfterSeconds(headers.get("retry-after")));
+    default:
+      return new PlantStoreError(status, code, message);
+  }
+}
+
 /**
  * No usable answer: the request never got a response (network failure, DNS, CORS, refused
  * connection; `status` is undefined) or the response did not match the interface (`status` is

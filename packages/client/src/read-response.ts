@@ -1,5 +1,5 @@
 import { ErrorBody, Plant, parseJsonLossless } from "@plantstore/schema";
-import { PlantStoreError, PlantStoreProtocolError } from "./errors.ts";
+import { PlantStoreProtocolError, toPlantStoreError } from "./errors.ts";
 
 /**
  * parseJsonLossless turns every integer literal into a bigint, but the Error body's `error` is an
@@ -45,5 +45,5 @@ export async function readPlantResponse(response: Response): Promise<Plant> {
       cause: error.error,
     });
   }
-  throw new PlantStoreError(status, error.data.error, error.data.message);
+  throw toPlantStoreError(status, error.data.error, error.data.message, response.headers);
 }

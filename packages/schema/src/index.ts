@@ -4,3 +4,4 @@ export { ErrorBody } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
 export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { Int64Text, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListPlantsQuery, PlantIdPath, PlantList } from "./query.ts";
+export { WhoAmI } from "./whoami.ts";

@@ -7,6 +7,7 @@ import { openStore, openWebhookAdmin as openAdmin } from "./storage/open-store.t
 import { isWorkerProcess, superviseWorkers } from "./workers.ts";
 import { checkWebhookSecret, newWebhookSecret, type WebhookAdmin } from "./storage/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "./webhooks/outbound-guard.ts";
+import { addTokensCommand } from "./cli/tokens-command.ts";
 
 function configFrom(options: { port?: string; host?: string; databaseUrl?: string; workers?: string }): Config {
   const config = loadConfig();
@@ -42,8 +43,8 @@ program
       superviseWorkers(config.workers, logger, config.shutdownTimeoutMs);
       return;
     }
-    if (config.tokens.length === 0) {
-      logger.warn("PLANTSTORE_TOKENS is empty: every protected request will be refused with 401");
+    if (config.tokens.length === 0 && config.jwt === undefined) {
+      logger.info("no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted");
     }
     const running = await startServer({ config, logger });
     logger.info({ url: running.url }, "plantstore listening");
@@ -204,6 +205,8 @@ webhooks
       await admin.close();
     }
   });
+
+addTokensCommand(program, configFrom);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,18 @@
 import { z } from "zod";
+import type { RateLimitPolicy } from "./rate-limit/rate-limits.ts";
+
+/** `<requests>/<seconds>s` (e.g. `6000/60s`), or `off`. */
+const RateLimitText = z
+  .string()
+  .regex(/^(?:off|[1-9]\d{0,8}\/[1-9]\d{0,5}s)$/, { error: "must be <requests>/<seconds>s (e.g. 6000/60s) or off" });
+
+function rateLimitPolicy(name: string, text: string): RateLimitPolicy | null {
+  if (text === "off") return null;
+  const [points, window] = text.slice(0, -1).split("/");
+  return { name, points: Number(points), windowSec: Number(window) };
+}
+
+const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
 /**
  * The only module that reads `process.env`. Every variable is validated here and documented in
@@ -27,14 +41,34 @@ const EnvSchema = z.object({
   PLANTSTORE_PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   PLANTSTORE_PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  PLANTSTORE_JWT_ISSUER: z.string().min(1).optional(),
+  PLANTSTORE_JWT_AUDIENCE: z.string().min(1).optional(),
+  PLANTSTORE_JWKS_URL: HttpUrl.optional(),
+  // HS256 needs a key at least as long as its output (RFC 7518 §3.2): 32 bytes.
+  PLANTSTORE_JWT_SECRET: z.string().min(32, { error: "must be at least 32 characters" }).optional(),
+  PLANTSTORE_JWT_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
+  PLANTSTORE_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  PLANTSTORE_JWKS_MAX_AGE_MS: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
+  PLANTSTORE_RATE_LIMIT_TOKEN: RateLimitText.default("6000/60s"),
+  PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: RateLimitText.default("20/60s"),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).optional(),
+  PLANTSTORE_REDIS_PREFIX: z.string().min(1).max(200).default("plantstore:ratelimit:"),
+  PLANTSTORE_TOKEN_LAST_USED_FLUSH_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
 });
+
+export type JwtConfig = {
+  issuer: string;
+  audience: string;
+  keys: { jwksUrl: string; cooldownMs: number; maxAgeMs: number } | { secret: string };
+  clockSkewSec: number;
+};
 
 export type Config = {
   port: number;
   host: string;
   /** `sqlite:<path>`, `sqlite::memory:`, `postgres://…`; unset means `sqlite:./data/plantstore.db`. */
   databaseUrl: string;
-  /** Static bearer tokens for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
+  /** Static bearer tokens with every scope, for bootstrapping and development (`PLANTSTORE_TOKENS`, comma-separated). */
   tokens: string[];
   bodyLimitBytes: number;
   /** Browser origins allowed to call the API cross-origin (`*` for any); empty means same-origin only. */
@@ -69,7 +103,41 @@ export type Config = {
    */
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
+  /** Bearer JWTs from an identity provider; undefined when not configured. */
+  jwt: JwtConfig | undefined;
+  /** Per token, and per client address for failed authentications; null is off. */
+  rateLimits: { token: RateLimitPolicy | null; authFailures: RateLimitPolicy | null };
+  /** When set, rate-limit counters are shared through this Redis by every instance. */
+  redisUrl: string | undefined;
+  /** Prefix of every Redis key this service writes. */
+  redisPrefix: string;
+  /** How often aggregated last-used times of API tokens are written. */
+  tokenLastUsedFlushMs: number;
 };
+
+function jwtConfig(e: z.infer<typeof EnvSchema>): JwtConfig | undefined {
+  const { PLANTSTORE_JWT_ISSUER: issuer, PLANTSTORE_JWT_AUDIENCE: audience, PLANTSTORE_JWKS_URL: jwksUrl, PLANTSTORE_JWT_SECRET: secret } = e;
+  if (issuer === undefined && audience === undefined && jwksUrl === undefined && secret === undefined) return undefined;
+  if (jwksUrl !== undefined && secret !== undefined) {
+    // Accepting both would invite algorithm confusion (an HMAC made with a public key).
+    throw new Error("invalid configuration: set PLANTSTORE_JWKS_URL or PLANTSTORE_JWT_SECRET, not both");
+  }
+  if (jwksUrl === undefined && secret === undefined) {
+    throw new Error("invalid configuration: JWT needs PLANTSTORE_JWKS_URL or PLANTSTORE_JWT_SECRET");
+  }
+  if (issuer === undefined || audience === undefined) {
+    throw new Error("invalid configuration: JWT needs both PLANTSTORE_JWT_ISSUER and PLANTSTORE_JWT_AUDIENCE");
+  }
+  return {
+    issuer,
+    audience,
+    keys:
+      jwksUrl !== undefined
+        ? { jwksUrl, cooldownMs: e.PLANTSTORE_JWKS_COOLDOWN_MS, maxAgeMs: e.PLANTSTORE_JWKS_MAX_AGE_MS }
+        : { secret: secret! },
+    clockSkewSec: e.PLANTSTORE_JWT_CLOCK_SKEW_S,
+  };
+}
 
 export const DEFAULT_DATABASE_URL = "sqlite:./data/plantstore.db";
 
@@ -114,5 +182,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queryTimeoutMs: e.PLANTSTORE_PG_QUERY_TIMEOUT_MS,
     },
     logLevel: e.PLANTSTORE_LOG_LEVEL,
+    jwt: jwtConfig(e),
+    rateLimits: {
+      token: rateLimitPolicy("token", e.PLANTSTORE_RATE_LIMIT_TOKEN),
+      authFailures: rateLimitPolicy("auth-failures", e.PLANTSTORE_RATE_LIMIT_AUTH_FAILURES),
+    },
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.PLANTSTORE_REDIS_PREFIX,
+    tokenLastUsedFlushMs: e.PLANTSTORE_TOKEN_LAST_USED_FLUSH_MS,
   };
 }

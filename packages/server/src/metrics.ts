@@ -81,5 +81,10 @@ export function createMetrics(sources: { webhookBacklog?: () => Promise<number>;
       labelNames: ["reason"] as const,
       registers: [registry],
     }),
+    rateLimitFallbacks: new Counter({
+      name: "plantstore_rate_limit_fallbacks_total",
+      help: "Rate-limit decisions counted in this instance's memory because Redis (REDIS_URL) failed or was not connected.",
+      registers: [registry],
+    }),
   };
 }

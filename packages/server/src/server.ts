@@ -3,6 +3,9 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import { chainAuthenticators } from "./auth/authenticators.ts";
+import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
+import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -11,7 +14,9 @@ import { guardConnections } from "./http/connections.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
-import { openStore } from "./storage/open-store.ts";
+import { openStore, openTokenStore } from "./storage/open-store.ts";
+import { RateLimits } from "./rate-limit/rate-limits.ts";
+import { connectRedis, disconnectRedis } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
@@ -37,7 +42,7 @@ export type RunningServer = {
 export type StartOptions = {
   config: Config;
   logger?: Logger;
-  /** Overrides the static-token authenticator built from `config.tokens`. */
+  /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
 };
 
@@ -68,11 +73,33 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     },
   });
   backlog = () => store.webhookBacklog();
-  const authenticator = options.authenticator ?? createStaticTokenAuthenticator(config.tokens);
+  const tokenStore = await openTokenStore(config.databaseUrl, "server", { postgres: config.postgres });
+  const opaqueTokens = await OpaqueTokenAuthenticator.start({
+    store: tokenStore,
+    // Background work, not a request: its lines say where they come from instead of a reqId.
+    logger: logger.child({ component: "tokens" }),
+    lastUsedFlushMs: config.tokenLastUsedFlushMs,
+  });
+  const configured = chainAuthenticators([
+    createStaticTokenAuthenticator(config.tokens),
+    opaqueTokens,
+    ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)]),
+  ]);
+  const authenticator = options.authenticator ?? configured;
+  const rateLimitLogger = logger.child({ component: "rate-limit" });
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
+  const rateLimits = new RateLimits({
+    token: config.rateLimits.token,
+    authFailures: config.rateLimits.authFailures,
+    redis: redis === undefined ? undefined : { client: redis, prefix: config.redisPrefix },
+    logger: rateLimitLogger,
+    metrics,
+  });
   const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
     corsOrigins: config.corsOrigins,
     metrics,
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
+    rateLimits,
   });
 
   const server = createHttpServer(
@@ -103,6 +130,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   try {
     await once(server, "listening");
   } catch (error) {
+    await configured.close();
+    await tokenStore.close();
+    if (redis !== undefined) await disconnectRedis(redis);
     await store.close();
     throw error;
   }
@@ -131,6 +161,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       ]);
       metricsServer?.closeAllConnections();
       await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
+      // Last-used times still in memory are written before the database closes.
+      await configured.close();
+      await tokenStore.close();
+      if (redis !== undefined) await disconnectRedis(redis);
       // Commits what is queued (requests under way were waiting for it), then closes the database.
       await store.close();
       if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");

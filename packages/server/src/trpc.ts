@@ -1,5 +1,6 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
 import { ApiError } from "./http/api-error.ts";
@@ -32,7 +33,11 @@ export const protectedProcedure = t.procedure.use(({ ctx, meta, next }) => {
   }
   const missing = (meta?.scopes ?? []).filter((scope) => !principal.scopes.includes(scope));
   if (missing.length > 0) {
-    throw toTRPCError(new ApiError("INSUFFICIENT_SCOPE", `this operation needs the scope ${missing.join(" ")}`));
+    throw toTRPCError(
+      new ApiError("INSUFFICIENT_SCOPE", `this operation needs the scope ${missing.join(" ")}`, {
+        headers: { "WWW-Authenticate": insufficientScopeChallenge(missing) },
+      }),
+    );
   }
   // Only what changes: tRPC merges it over the current ctx itself (spreading ctx here too would copy it twice).
   return next({ ctx: { principal } });

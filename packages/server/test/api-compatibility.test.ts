@@ -131,7 +131,8 @@ describe("findBreakingChanges on compatible changes", () => {
       d.paths["/plants/{id}"]!["get"] = { operationId: "getPlant", responses: { "200": { description: "The plant" } } };
       d.components.schemas["Plant"]!.properties!["color"] = { type: "string" };
       d.paths["/plants"]!["get"]!.parameters!.push({ in: "query", name: "sort", schema: { type: "string" } });
-      d.paths["/plants"]!["post"]!.responses["429"] = { description: "Rate limited", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+      // A status the document does not list yet (429 is listed since rate limits came).
+      d.paths["/plants"]!["post"]!.responses["406"] = { description: "Not acceptable", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
       d.webhooks["/plant/deleted"] = structuredClone(d.webhooks["/plant/webhook"]);
       (d as unknown as { info: { description: string } }).info.description = "Reworded.";
     });

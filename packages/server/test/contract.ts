@@ -40,6 +40,8 @@ export class ResponseContract {
       validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
     });
     this.#ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) });
+    // RFC 3339 timestamps (the zod-generated schema also carries an exact pattern).
+    this.#ajv.addFormat("date-time", { type: "string", validate: (s: string) => /^\d{4}-\d\d-\d\dT/.test(s) && !Number.isNaN(Date.parse(s)) });
     this.#ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
   }
 

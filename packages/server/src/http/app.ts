@@ -2,8 +2,9 @@ import cors from "@koa/cors";
 import Koa from "koa";
 import { stringifyJsonLossless } from "@plantstore/schema";
 import type { Logger } from "pino";
-import type { Authenticator, Principal } from "../auth/principal.ts";
-import { readBearer } from "../auth/bearer.ts";
+import type { Authenticator } from "../auth/principal.ts";
+import type { RateLimits } from "../rate-limit/rate-limits.ts";
+import { authenticateRequest } from "./authenticate.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
@@ -26,29 +27,15 @@ export type AppOptions = {
   metrics: Metrics;
   /** `token`: /metrics needs a valid bearer token; `public`: open; `off`: not served on this app. */
   metricsAccess: "token" | "public" | "off";
+  /** Per-token and failed-authentication limits; none when undefined. */
+  rateLimits?: RateLimits | undefined;
 };
-
-const REALM = 'Bearer realm="plantstore"';
 
 function sendError(ctx: Koa.Context, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
   ctx.type = "application/json";
   ctx.body = JSON.stringify(error.body);
-}
-
-async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<Principal> {
-  const bearer = readBearer(header);
-  if (bearer.kind === "missing") {
-    throw new ApiError("MISSING_TOKEN", "a bearer token is required", { headers: { "WWW-Authenticate": REALM } });
-  }
-  const principal = bearer.kind === "token" ? await authenticator.authenticate(bearer.token) : undefined;
-  if (principal === undefined) {
-    throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", {
-      headers: { "WWW-Authenticate": `${REALM}, error="invalid_token"` },
-    });
-  }
-  return principal;
 }
 
 /**
@@ -59,7 +46,7 @@ async function authenticate(authenticator: Authenticator, header: string | undef
  * `createOpenApiKoaMiddleware` is not used.
  */
 export function createApp(options: AppOptions): Koa {
-  const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess } = options;
+  const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess, rateLimits } = options;
   const routes = new RouteTable(router);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
   routes.addPlainPath("/openapi.json", ["GET", "HEAD"]);
@@ -85,7 +72,7 @@ export function createApp(options: AppOptions): Koa {
         },
         allowMethods: ["GET", "HEAD", "POST", "DELETE"],
         allowHeaders: ["Authorization", "Content-Type", "X-Request-Id"],
-        exposeHeaders: ["WWW-Authenticate", "Retry-After", "Allow", "Link"],
+        exposeHeaders: ["WWW-Authenticate", "Retry-After", "Allow", "Link", "RateLimit", "RateLimit-Policy"],
         maxAge: 600,
       }),
     );
@@ -142,7 +129,7 @@ export function createApp(options: AppOptions): Koa {
     }
     if (method === "GET" && ctx.path === "/metrics" && metricsAccess !== "off") {
       state.route = "/metrics";
-      if (metricsAccess === "token") await authenticate(authenticator, ctx.get("authorization") || undefined);
+      if (metricsAccess === "token") await authenticateRequest(ctx, authenticator, rateLimits);
       ctx.type = metrics.registry.contentType;
       ctx.body = await metrics.registry.metrics();
       return;
@@ -159,7 +146,7 @@ export function createApp(options: AppOptions): Koa {
     state.route = route.template;
 
     // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
-    const principal = route.protect ? await authenticate(authenticator, ctx.get("authorization") || undefined) : null;
+    const principal = route.protect ? await authenticateRequest(ctx, authenticator, rateLimits) : null;
 
     const fromUrl = route.method === "GET" || route.method === "DELETE";
     let input: Record<string, unknown>;

@@ -7,16 +7,17 @@ import {
   Plant,
   type ErrorCodeName,
 } from "@plantstore/schema";
-import { generateOpenApiDocument, type OpenAPIObject } from "trpc-to-openapi";
+import { forEachOpenApiProcedure, generateOpenApiDocument, normalizePath, type OpenAPIObject } from "trpc-to-openapi";
 import { createDocument } from "zod-openapi";
 import type { AppRouter } from "../router/root.ts";
+import type { Meta } from "../trpc.ts";
 
 type Json = Record<string, unknown>;
 
 const errorRef = { $ref: "#/components/schemas/Error" };
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
-const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE"];
+const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE", "RATE_LIMITED"];
 const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"];
 
 /** Which catalogued errors each operation can answer, by status; the document lists them all. */
@@ -35,7 +36,45 @@ const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
   ],
   "GET /plants": ["INVALID_PARAMETER", ...AUTH_ERRORS, ...SERVER_ERRORS],
   "DELETE /plants/{id}": ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...SERVER_ERRORS],
+  // Needs no scope, so never 403.
+  "GET /whoami": [...AUTH_ERRORS.filter((code) => code !== "INSUFFICIENT_SCOPE"), ...SERVER_ERRORS],
 };
+
+const header = (description: string) => ({ description, schema: { type: "string" } });
+
+/** draft-ietf-httpapi-ratelimit-headers-10 fields, on every answer to a request with an issued token or JWT. */
+const RATE_LIMIT_HEADERS: Json = {
+  "RateLimit-Policy": header(
+    'The per-token quota policy (draft-ietf-httpapi-ratelimit-headers), e.g. `"token";q=6000;w=60`: `q` requests per `w` seconds. ' +
+      'On a 429 for failed authentications the policy is `"auth-failures"`.',
+  ),
+  RateLimit: header('What is left of it, e.g. `"token";r=5999;t=42`: `r` requests remain for `t` more seconds.'),
+};
+
+/** Response headers by error status. */
+const ERROR_HEADERS: Record<number, Json> = {
+  401: {
+    "WWW-Authenticate": header(
+      'RFC 6750 challenge: `Bearer realm="plantstore"` without a token; `Bearer realm="plantstore", error="invalid_token"` for an unknown, malformed, expired or revoked one.',
+    ),
+  },
+  403: {
+    "WWW-Authenticate": header(
+      'RFC 6750 challenge naming the missing scope: `Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"`.',
+    ),
+  },
+  429: {
+    "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
+    ...RATE_LIMIT_HEADERS,
+  },
+};
+
+const BEARER_DESCRIPTION =
+  "`Authorization: Bearer <token>`. Accepted: API tokens issued by `plantstore-server tokens create` (`ps_…`, " +
+  "scoped and revocable), JWTs from the configured identity provider (scopes from `scope` or `scp`), and the " +
+  "development tokens of `PLANTSTORE_TOKENS` (every scope). Scopes: `plants:read` lists plants, " +
+  "`plants:write` creates and deletes them; each operation's `security` names the scopes it needs. " +
+  "Requests are limited per token and failed authentications per client address (429 with `Retry-After`).";
 
 const int64Schema = (description: string) => ({ type: "integer", format: "int64", description });
 
@@ -83,14 +122,8 @@ function errorResponses(codes: ErrorCodeName[]): Json {
       "x-error-codes": names.map((n) => ({ error: ErrorCodes[n].error, name: n, meaning: ErrorCodes[n].meaning })),
       content: { "application/json": { schema: errorRef } },
     };
-    if (status === 401) {
-      response["headers"] = {
-        "WWW-Authenticate": {
-          description: 'RFC 6750 challenge: `Bearer realm="plantstore"`, with `error="invalid_token"` for a bad token',
-          schema: { type: "string" },
-        },
-      };
-    }
+    const headers = ERROR_HEADERS[status];
+    if (headers !== undefined) response["headers"] = headers;
     responses[String(status)] = response;
   }
   return responses;
@@ -122,6 +155,12 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
     baseUrl: "/",
     securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
   }) as unknown as Json;
+
+  // The scopes each operation needs, from the procedures' `meta.scopes`.
+  const scopesByOperation = new Map<string, readonly string[]>();
+  forEachOpenApiProcedure(router._def.procedures, ({ meta }) => {
+    scopesByOperation.set(`${meta.openapi.method} ${normalizePath(meta.openapi.path)}`, (meta as Meta).scopes ?? []);
+  });
 
   const components = createDocument({
     openapi: "3.1.0",
@@ -171,6 +210,7 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
         operation["responses"] = {
           "200": {
             description: successDescription,
+            headers: RATE_LIMIT_HEADERS,
             content: { "application/json": { schema: { $ref: "#/components/schemas/Plant" } } },
           },
           ...errors,
@@ -184,6 +224,7 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
                 description: 'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow.',
                 schema: { type: "string" },
               },
+              ...RATE_LIMIT_HEADERS,
             },
             content: {
               "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/NewPlant" } } },
@@ -192,11 +233,16 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
           ...errors,
         };
       } else if (key === "DELETE /plants/{id}") {
-        operation["responses"] = { "204": { description: successDescription }, ...errors };
+        operation["responses"] = { "204": { description: successDescription, headers: RATE_LIMIT_HEADERS }, ...errors };
+      } else if (key === "GET /whoami") {
+        operation["responses"] = { "200": { ...generatedResponses["200"], headers: RATE_LIMIT_HEADERS }, ...errors };
       } else {
         operation["responses"] = { ...generatedResponses, ...errors };
       }
-      delete operation["security"];
+      // OpenAPI 3.1 lets a non-OAuth requirement list "role names": here, the scopes needed.
+      const scopes = scopesByOperation.get(key);
+      if (scopes === undefined) delete operation["security"];
+      else operation["security"] = [{ bearerAuth: [...scopes] }];
     }
   }
 
@@ -208,7 +254,8 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
       version: "1.0.0",
       description:
         "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
-        "(see `x-error-codes` on each response). Integers are exact across the whole int64 range.",
+        "(see `x-error-codes` on each response). Integers are exact across the whole int64 range. " +
+        "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields).",
     },
     // The page is not an API operation, so it is linked here rather than listed under paths.
     externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
@@ -243,7 +290,7 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
     },
     components: {
       schemas: { ...schemas, Plant: plant, NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant), Error: error },
-      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: BEARER_DESCRIPTION } },
     },
   } as unknown as OpenAPIObject;
 }

@@ -3,10 +3,13 @@ import type { PlantStore } from "./plant-store.ts";
 import type { WebhookAdmin } from "./webhook-admin.ts";
 import type { WebhookQueue } from "./webhook-queue.ts";
 import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
+import { SqliteTokenStore } from "./sqlite/token-store.ts";
 import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
 import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl, type PostgresSettings } from "./postgres/pool.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
+import { PostgresTokenStore } from "./postgres/token-store.ts";
 import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
+import type { TokenStore } from "./token-store.ts";
 
 export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */
@@ -48,4 +51,14 @@ export async function openWebhookAdmin(databaseUrl: string, options: OpenStoreOp
   await (await openStore(databaseUrl, options)).close();
   if (databaseUrl.startsWith("sqlite:")) return new SqliteWebhookAdmin(sqlitePath(databaseUrl));
   return new PostgresWebhookAdmin(postgresSettings(databaseUrl, options));
+}
+
+/**
+ * The token store of the same database. Open it after `openStore` (which applies migrations);
+ * `role` says who uses it: the serving process, or the `tokens` commands.
+ */
+export async function openTokenStore(databaseUrl: string, role: "server" | "admin", options: OpenStoreOptions = {}): Promise<TokenStore> {
+  if (databaseUrl.startsWith("sqlite:")) return SqliteTokenStore.open({ path: sqlitePath(databaseUrl), role });
+  if (isPostgresUrl(databaseUrl)) return new PostgresTokenStore(postgresSettings(databaseUrl, options), role);
+  throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

@@ -69,6 +69,28 @@ export const postgresMigrations: ReadonlyArray<PostgresMigration> = [
           );
           CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);`,
   },
+  {
+    version: 4,
+    name: "issued API tokens",
+    // As SQLite's migration 4: only the SHA-256 of a token is stored; names are unique among
+    // tokens not revoked; api_token_changes holds the counter servers poll to drop their caches.
+    sql: `CREATE TABLE api_tokens (
+            id           text PRIMARY KEY,
+            name         text NOT NULL,
+            scopes       text NOT NULL,
+            secret_hash  bytea NOT NULL,
+            created_at   bigint NOT NULL,
+            expires_at   bigint,
+            revoked_at   bigint,
+            last_used_at bigint
+          );
+          CREATE UNIQUE INDEX api_tokens_active_name ON api_tokens (name) WHERE revoked_at IS NULL;
+          CREATE TABLE api_token_changes (
+            id      integer PRIMARY KEY CHECK (id = 1),
+            version bigint NOT NULL
+          );
+          INSERT INTO api_token_changes (id, version) VALUES (1, 0);`,
+  },
 ];
 
 // Any fixed int8 works: advisory locks are scoped to the database, so this serialises only

@@ -62,4 +62,27 @@ export const sqliteMigrations: ReadonlyArray<{ version: number; name: string; sq
           ) STRICT;
           CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);`,
   },
+  {
+    version: 4,
+    name: "issued API tokens",
+    // Only the SHA-256 digest of a token is stored. Names are unique among tokens not revoked, so a
+    // name can be reused after its token is revoked. api_token_changes holds one counter, bumped
+    // with every create and revoke, that servers poll to drop their cached tokens.
+    sql: `CREATE TABLE api_tokens (
+            id           TEXT PRIMARY KEY,
+            name         TEXT NOT NULL,
+            scopes       TEXT NOT NULL,
+            secret_hash  BLOB NOT NULL,
+            created_at   INTEGER NOT NULL,
+            expires_at   INTEGER,
+            revoked_at   INTEGER,
+            last_used_at INTEGER
+          ) STRICT;
+          CREATE UNIQUE INDEX api_tokens_active_name ON api_tokens (name) WHERE revoked_at IS NULL;
+          CREATE TABLE api_token_changes (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL
+          ) STRICT;
+          INSERT INTO api_token_changes (id, version) VALUES (1, 0);`,
+  },
 ];

@@ -288,7 +288,8 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   }
 }
 
-function migrate(db: DatabaseSync): void {
+/** Applies pending migrations; also used by connections other than the store's (e.g. the token store). */
+export function migrate(db: DatabaseSync): void {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
              version    INTEGER PRIMARY KEY,
              name       TEXT NOT NULL,

@@ -1,0 +1,26 @@
+import { WhoAmI } from "@plantstore/schema";
+import { readBodyText, throwErrorResponse } from "./error-response.ts";
+import { PlantStoreProtocolError } from "./errors.ts";
+import type { Connection } from "./send-request.ts";
+
+/** `GET /whoami`: which credential the client is using, its scopes and when it expires. */
+export async function whoAmI(connection: Connection, signal: AbortSignal | undefined): Promise<WhoAmI> {
+  // The service root is where /plants lives (any path prefix of the base URL kept).
+  const url = `${connection.plantsUrl.slice(0, -"/plants".length)}/whoami`;
+  const response = await connection.send(url, { method: "GET", signal });
+  const { status } = response;
+  if (status !== 200) {
+    if (status >= 200 && status < 300) throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
+    return throwErrorResponse(response);
+  }
+  const text = await readBodyText(response);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new PlantStoreProtocolError("HTTP 200: the response body is not JSON", { status, cause: error });
+  }
+  const parsed = WhoAmI.safeParse(body);
+  if (!parsed.success) throw new PlantStoreProtocolError("HTTP 200: the response body is not a WhoAmI", { status, cause: parsed.error });
+  return parsed.data;
+}

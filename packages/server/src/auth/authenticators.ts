@@ -1,0 +1,28 @@
+import type { Authenticator, Principal } from "./principal.ts";
+import { sha256 } from "./static-tokens.ts";
+
+type Result = Principal | undefined | Promise<Principal | undefined>;
+
+/**
+ * Tries each way of authenticating in turn: static development tokens (a constant-time
+ * comparison), issued `ps_` tokens, then JWTs. The token is hashed once, here, and each one is
+ * given the digest; each rejects tokens not of its own shape at once. Nothing is awaited unless an
+ * authenticator has to wait (a cache miss, a signature check), so the usual request pays no
+ * promise round trips for it.
+ */
+export function chainAuthenticators(authenticators: readonly Authenticator[]): Authenticator & { close(): Promise<void> } {
+  const from = (index: number, token: string, digest: Buffer): Result => {
+    for (let i = index; i < authenticators.length; i++) {
+      const result = authenticators[i]!.authenticate(token, digest);
+      if (result instanceof Promise) return result.then((principal) => principal ?? from(i + 1, token, digest));
+      if (result !== undefined) return result;
+    }
+    return undefined;
+  };
+  return {
+    authenticate: (token) => from(0, token, sha256(token)),
+    async close() {
+      await Promise.all(authenticators.map((a) => a.close?.()));
+    },
+  };
+}

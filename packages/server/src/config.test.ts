@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "./config.ts";
+
+const JWT = { PLANTSTORE_JWT_ISSUER: "https://idp.test/", PLANTSTORE_JWT_AUDIENCE: "plantstore" };
+
+describe("loadConfig: tokens, JWT and rate limits", () => {
+  it("defaults: 6000 requests per 60 s per token, 20 failed authentications per 60 s per address, no JWT, no Redis", () => {
+    const config = loadConfig({});
+    expect(config.rateLimits).toEqual({
+      token: { name: "token", points: 6000, windowSec: 60 },
+      authFailures: { name: "auth-failures", points: 20, windowSec: 60 },
+    });
+    expect(config.jwt).toBeUndefined();
+    expect(config.redisUrl).toBeUndefined();
+  });
+
+  it("reads <n>/<s>s and off", () => {
+    const config = loadConfig({ PLANTSTORE_RATE_LIMIT_TOKEN: "10/1s", PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: "off" });
+    expect(config.rateLimits).toEqual({ token: { name: "token", points: 10, windowSec: 1 }, authFailures: null });
+    for (const bad of ["10", "10/0s", "0/1s", "10/1m", "ten/1s"]) {
+      expect(() => loadConfig({ PLANTSTORE_RATE_LIMIT_TOKEN: bad })).toThrow(/PLANTSTORE_RATE_LIMIT_TOKEN/);
+    }
+  });
+
+  it("takes a JWKS URL or a secret, never both, and needs issuer and audience", () => {
+    expect(loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "https://idp.test/jwks" }).jwt).toEqual({
+      issuer: "https://idp.test/",
+      audience: "plantstore",
+      keys: { jwksUrl: "https://idp.test/jwks", cooldownMs: 30_000, maxAgeMs: 300_000 },
+      clockSkewSec: 30,
+    });
+    const secret = "s".repeat(32);
+    expect(loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: secret }).jwt?.keys).toEqual({ secret });
+    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "https://idp.test/jwks", PLANTSTORE_JWT_SECRET: secret })).toThrow(/not both/);
+    expect(() => loadConfig({ PLANTSTORE_JWKS_URL: "https://idp.test/jwks" })).toThrow(/ISSUER and PLANTSTORE_JWT_AUDIENCE/);
+    expect(() => loadConfig(JWT)).toThrow(/PLANTSTORE_JWKS_URL or PLANTSTORE_JWT_SECRET/);
+    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "file:///etc/jwks" })).toThrow(/PLANTSTORE_JWKS_URL/);
+  });
+
+  it("refuses a short secret without repeating it", () => {
+    const short = "too-short-secret";
+    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: short })).toThrow(/PLANTSTORE_JWT_SECRET: must be at least 32/);
+    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: short })).not.toThrow(new RegExp(short));
+  });
+
+  it("accepts redis:// and rediss:// URLs only", () => {
+    expect(loadConfig({ REDIS_URL: "redis://127.0.0.1:6379" }).redisUrl).toBe("redis://127.0.0.1:6379");
+    expect(() => loadConfig({ REDIS_URL: "http://127.0.0.1:6379" })).toThrow(/REDIS_URL/);
+  });
+});

@@ -1,0 +1,167 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import type { Metrics } from "../metrics.ts";
+
+/** `points` requests per `windowSec` seconds (a fixed window per key). */
+export type RateLimitPolicy = { name: string; points: number; windowSec: number };
+
+export type LimitDecision = {
+  allowed: boolean;
+  /** The IETF RateLimit fields, plus `Retry-After` when refused. */
+  headers: Record<string, string>;
+};
+
+/** How long a fallback warning stays quiet after it was logged. */
+const WARN_EVERY_MS = 10_000;
+const MAX_BLOCKED_ADDRESSES = 10_000;
+
+/**
+ * The `RateLimit-Policy` and `RateLimit` response fields in the structured-field syntax of
+ * draft-ietf-httpapi-ratelimit-headers-10 (§3, §4): `"token";q=6000;w=60` and `"token";r=5999;t=42`
+ * (quota, window seconds; remaining, seconds until the window resets).
+ */
+export function rateLimitFields(policy: RateLimitPolicy, remaining: number, msBeforeReset: number): Record<string, string> {
+  const reset = Math.max(0, Math.ceil(msBeforeReset / 1000));
+  return {
+    "RateLimit-Policy": `"${policy.name}";q=${policy.points};w=${policy.windowSec}`,
+    RateLimit: `"${policy.name}";r=${remaining};t=${reset}`,
+  };
+}
+
+function refusal(policy: RateLimitPolicy, msBeforeReset: number): LimitDecision {
+  // Retry-After is never earlier than the reset the RateLimit field announces (draft §6).
+  const retryAfter = Math.max(1, Math.ceil(msBeforeReset / 1000));
+  return { allowed: false, headers: { ...rateLimitFields(policy, 0, msBeforeReset), "Retry-After": String(retryAfter) } };
+}
+
+/**
+ * One policy's counters: in memory for a single instance, or in Redis (shared by every instance)
+ * when a client is given. When Redis fails or is not connected, the count falls back to this
+ * instance's memory — fail open to a per-instance limit rather than refusing every request or
+ * dropping limits altogether — with a warning in the log and on the metrics.
+ */
+class Counter {
+  readonly policy: RateLimitPolicy;
+  readonly #memory: RateLimiterMemory;
+  readonly #shared: RateLimiterRedis | undefined;
+  readonly #onFallback: (error: unknown) => void;
+
+  constructor(policy: RateLimitPolicy, redis: { client: Redis; prefix: string } | undefined, onFallback: (error: unknown) => void) {
+    this.policy = policy;
+    this.#onFallback = onFallback;
+    const options = { points: policy.points, duration: policy.windowSec, keyPrefix: policy.name };
+    this.#memory = new RateLimiterMemory(options);
+    this.#shared =
+      redis === undefined
+        ? undefined
+        : new RateLimiterRedis({
+            ...options,
+            storeClient: redis.client,
+            keyPrefix: `${redis.prefix}${policy.name}`,
+            // Answer from memory at once while disconnected, instead of queueing behind a reconnect.
+            rejectIfRedisNotReady: true,
+          });
+  }
+
+  async consume(key: string): Promise<RateLimiterRes> {
+    if (this.#shared !== undefined) {
+      try {
+        return await this.#shared.consume(key);
+      } catch (thrown) {
+        if (thrown instanceof RateLimiterRes) throw thrown;
+        this.#onFallback(thrown);
+      }
+    }
+    return this.#memory.consume(key);
+  }
+}
+
+export type RateLimitsOptions = {
+  /** Per token (per subject for JWTs); null turns it off. */
+  token: RateLimitPolicy | null;
+  /** Failed authentications per client address; null turns it off. */
+  authFailures: RateLimitPolicy | null;
+  redis?: { client: Redis; prefix: string } | undefined;
+  logger: Logger;
+  metrics: Metrics;
+};
+
+/**
+ * The two limits: requests per token, and failed authentications per client address (to slow
+ * down guessing). Once an address is over its failure limit, it is refused before any token is
+ * checked, from a local list, so a blocked guesser costs neither a verification nor a Redis
+ * round trip; other instances learn of it at that address's next failure there.
+ */
+export class RateLimits {
+  readonly #token: Counter | undefined;
+  readonly #authFailures: Counter | undefined;
+  readonly #blockedUntil = new Map<string, number>();
+  readonly #logger: Logger;
+  readonly #metrics: Metrics;
+  #lastWarning = 0;
+
+  constructor(options: RateLimitsOptions) {
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+    const onFallback = (error: unknown) => this.#fallback(error);
+    this.#token = options.token === null ? undefined : new Counter(options.token, options.redis, onFallback);
+    this.#authFailures = options.authFailures === null ? undefined : new Counter(options.authFailures, options.redis, onFallback);
+  }
+
+  #fallback(error: unknown): void {
+    this.#metrics.rateLimitFallbacks.inc();
+    const now = Date.now();
+    if (now - this.#lastWarning < WARN_EVERY_MS) return;
+    this.#lastWarning = now;
+    this.#logger.warn(
+      { err: error instanceof Error ? { message: error.message } : String(error) },
+      "Redis unavailable: rate limits are counted per instance until it is back",
+    );
+  }
+
+  /** Counts one request for this token; undefined when the per-token limit is off. */
+  async consumeToken(key: string): Promise<LimitDecision | undefined> {
+    const counter = this.#token;
+    if (counter === undefined) return undefined;
+    try {
+      const res = await counter.consume(key);
+      return { allowed: true, headers: rateLimitFields(counter.policy, res.remainingPoints, res.msBeforeNext) };
+    } catch (thrown) {
+      if (!(thrown instanceof RateLimiterRes)) throw thrown;
+      this.#metrics.rateLimited.inc({ reason: "token" });
+      return refusal(counter.policy, thrown.msBeforeNext);
+    }
+  }
+
+  /** A refusal when this address is over its failure limit (checked locally, before authentication). */
+  addressBlocked(address: string): LimitDecision | undefined {
+    const counter = this.#authFailures;
+    if (counter === undefined || this.#blockedUntil.size === 0) return undefined;
+    const until = this.#blockedUntil.get(address);
+    if (until === undefined) return undefined;
+    const left = until - Date.now();
+    if (left <= 0) {
+      this.#blockedUntil.delete(address);
+      return undefined;
+    }
+    this.#metrics.rateLimited.inc({ reason: "auth_failures" });
+    return refusal(counter.policy, left);
+  }
+
+  /** Counts a failed authentication; a refusal when that puts the address over its limit. */
+  async recordAuthFailure(address: string): Promise<LimitDecision | undefined> {
+    const counter = this.#authFailures;
+    if (counter === undefined) return undefined;
+    try {
+      await counter.consume(address);
+      return undefined;
+    } catch (thrown) {
+      if (!(thrown instanceof RateLimiterRes)) throw thrown;
+      if (this.#blockedUntil.size >= MAX_BLOCKED_ADDRESSES) this.#blockedUntil.delete(this.#blockedUntil.keys().next().value!);
+      this.#blockedUntil.set(address, Date.now() + thrown.msBeforeNext);
+      this.#metrics.rateLimited.inc({ reason: "auth_failures" });
+      return refusal(counter.policy, thrown.msBeforeNext);
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import { z } from "zod";
+import { WhoAmI } from "@plantstore/schema";
+import { protectedProcedure } from "../trpc.ts";
+
+export const whoamiRouter = {
+  get: protectedProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/whoami",
+        protect: true,
+        operationId: "whoAmI",
+        description:
+          "Describes the credential that made the request: its kind, public id, name, scopes and expiry. Needs no scope; never returns the secret.",
+        successDescription: "The calling credential",
+      },
+    })
+    .input(z.object({}))
+    .output(WhoAmI)
+    .query(({ ctx }) => {
+      const { principal } = ctx;
+      return {
+        kind: principal.kind,
+        id: principal.tokenId,
+        ...(principal.name === undefined ? {} : { name: principal.name }),
+        scopes: [...principal.scopes],
+        expiresAt: principal.expiresAt === null ? null : new Date(principal.expiresAt).toISOString(),
+      };
+    }),
+};

@@ -66,6 +66,15 @@ describe("parseJsonLossless fast path (plain JSON.parse when every number is a s
     expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
   });
 
+  it("parses nesting as deep as JSON.parse does, whatever the call stack (no recursion)", () => {
+    const depth = 200_000;
+    const parsed = parseJsonLossless(`{"id":7,"x":${"[".repeat(depth)}1${"]".repeat(depth)}}`) as { id: bigint; x: unknown };
+    expect(parsed.id).toBe(7n);
+    let inner: unknown = parsed.x;
+    for (let i = 0; i < depth; i++) inner = (inner as unknown[])[0];
+    expect(inner).toBe(1n);
+  });
+
   it("still refuses what JSON.parse refuses", () => {
     for (const text of ['{"a":01}', '{"a":-}', '{"a":1', "", '{"a":"unterminated}']) {
       expect(() => parseJsonLossless(text), text).toThrow(SyntaxError);

@@ -54,21 +54,35 @@ function onlyShortIntegers(text: string): boolean {
   return true;
 }
 
-/** Turns every number into a bigint, in place; only called when every number literal was a short integer. */
-function numbersToBigInts(value: unknown): unknown {
-  if (typeof value === "number") return BigInt(value);
-  if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = numbersToBigInts(value[i]);
-    return value;
+/**
+ * Turns every number into a bigint, in place; only called when every number literal was a short
+ * integer. Iterative, with its own stack: JSON.parse accepts nesting thousands deep (a 16 KiB body
+ * can hold ~8,000 levels), and a recursive walk would overflow the call stack at a depth that
+ * depends on where it is called from.
+ */
+function numbersToBigInts(root: unknown): unknown {
+  if (typeof root === "number") return BigInt(root);
+  if (typeof root !== "object" || root === null) return root;
+  // JSON.parse builds a tree (no shared or cyclic references), so each container is visited once.
+  const pending: object[] = [root];
+  for (let container = pending.pop(); container !== undefined; container = pending.pop()) {
+    if (Array.isArray(container)) {
+      for (let i = 0; i < container.length; i++) {
+        const value: unknown = container[i];
+        if (typeof value === "number") container[i] = BigInt(value);
+        else if (typeof value === "object" && value !== null) pending.push(value);
+      }
+      continue;
+    }
+    const object = container as Record<string, unknown>;
+    for (const key of Object.keys(object)) {
+      const value = object[key];
+      // JSON.parse makes an own "__proto__" key for one in the text.
+      if (typeof value === "number") ownDataProperty(object, key, BigInt(value));
+      else if (typeof value === "object" && value !== null) pending.push(value);
+    }
   }
-  const object = value as Record<string, unknown>;
-  for (const key of Object.keys(object)) {
-    const converted = numbersToBigInts(object[key]);
-    // JSON.parse makes an own "__proto__" key for one in the text.
-    if (converted !== object[key]) ownDataProperty(object, key, converted);
-  }
-  return object;
+  return root;
 }
 
 export function parseJsonLossless(text: string): unknown {

@@ -8,7 +8,7 @@ import { BlockList, isIP } from "node:net";
  * past a check made earlier on the name.
  */
 const FORBIDDEN = new BlockList();
-for (const [net, prefix] of [
+const FORBIDDEN_IPV4 = [
   ["0.0.0.0", 8],
   ["10.0.0.0", 8],
   ["100.64.0.0", 10],
@@ -20,18 +20,31 @@ for (const [net, prefix] of [
   ["198.18.0.0", 15],
   ["224.0.0.0", 4],
   ["240.0.0.0", 4],
-] as const) {
+] as const;
+// IPv4-mapped addresses (::ffff:10.0.0.1) need no rule of their own: BlockList checks them against
+// the IPv4 rules. A `::ffff:0:0/96` rule would be wrong, not redundant: BlockList also checks plain
+// IPv4 addresses against IPv4-mapped rules, so it would refuse every IPv4 address, public ones too.
+for (const [net, prefix] of FORBIDDEN_IPV4) {
   FORBIDDEN.addSubnet(net, prefix, "ipv4");
+  // The same ranges carried inside IPv6 by NAT64 (RFC 6052) and 6to4 (RFC 3056) gateways.
+  const [high, low] = ipv4Groups(net);
+  FORBIDDEN.addSubnet(`64:ff9b::${high}:${low}`, 96 + prefix, "ipv6");
+  FORBIDDEN.addSubnet(`2002:${high}:${low}::`, 16 + prefix, "ipv6");
 }
 for (const [net, prefix] of [
   ["::", 128],
   ["::1", 128],
-  ["::ffff:0:0", 96],
   ["fc00::", 7],
   ["fe80::", 10],
   ["ff00::", 8],
 ] as const) {
   FORBIDDEN.addSubnet(net, prefix, "ipv6");
+}
+
+/** `10.1.2.3` → `["a01", "203"]`: the two 16-bit IPv6 groups that hold an IPv4 address. */
+function ipv4Groups(address: string): [string, string] {
+  const [a = 0, b = 0, c = 0, d = 0] = address.split(".").map(Number);
+  return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
 }
 
 export type OutboundPolicy = {

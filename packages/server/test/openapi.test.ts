@@ -68,6 +68,26 @@ describe("GET /openapi.json", () => {
     expect(responses["400"]).toMatchObject({ description: "Unexpected error" });
   });
 
+  it("declares the answers that belong to no operation (404, 405 with Allow, 408, 431) once, with the Error schema", () => {
+    const doc = server.served as unknown as {
+      info: { description: string };
+      components: { responses: Record<string, { headers?: Record<string, unknown>; content: unknown; "x-error-codes": Array<{ error: number }> }> };
+    };
+    const responses = doc.components.responses;
+    const codes = Object.fromEntries(Object.entries(responses).map(([name, r]) => [name, r["x-error-codes"].map((c) => c.error)]));
+    expect(codes).toEqual({
+      NotFound: [ErrorCodes.NOT_FOUND.error],
+      MethodNotAllowed: [ErrorCodes.METHOD_NOT_ALLOWED.error],
+      RequestTimeout: [ErrorCodes.REQUEST_TIMEOUT.error],
+      RequestHeaderFieldsTooLarge: [ErrorCodes.HEADERS_TOO_LARGE.error],
+    });
+    for (const response of Object.values(responses)) {
+      expect(response.content).toEqual({ "application/json": { schema: { $ref: "#/components/schemas/Error" } } });
+    }
+    expect(responses["MethodNotAllowed"]?.headers).toHaveProperty("Allow");
+    expect(doc.info.description).toMatch(/404.*405.*Allow/s);
+  });
+
   it("lists the catalogue codes each status carries", () => {
     const responses = server.served.paths["/plants"]?.["post"]?.responses as Record<string, { "x-error-codes": Array<{ error: number }> }>;
     expect(responses["409"]?.["x-error-codes"].map((c) => c.error)).toEqual([ErrorCodes.ID_CONFLICT.error]);

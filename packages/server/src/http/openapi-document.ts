@@ -129,6 +129,29 @@ function errorResponses(codes: ErrorCodeName[]): Json {
   return responses;
 }
 
+/**
+ * Answers that belong to no operation: a path the document does not list, a listed path with a
+ * method it does not list, and failures Node reports before a request reaches an operation. Declared
+ * once under `components.responses` (and named in `info.description`) rather than under every
+ * operation, which would claim that `POST /plants` itself can answer 404 or 405.
+ */
+function requestLevelResponses(): Json {
+  const response = (code: ErrorCodeName, description: string, headers?: Json): Json => ({
+    description,
+    "x-error-codes": [{ error: ErrorCodes[code].error, name: code, meaning: ErrorCodes[code].meaning }],
+    ...(headers === undefined ? {} : { headers }),
+    content: { "application/json": { schema: errorRef } },
+  });
+  return {
+    NotFound: response("NOT_FOUND", "404: no operation exists at this path (paths match exactly and case-sensitively)"),
+    MethodNotAllowed: response("METHOD_NOT_ALLOWED", "405: the path exists, not with this method", {
+      Allow: header("The methods the path accepts, e.g. `GET, HEAD, POST`."),
+    }),
+    RequestTimeout: response("REQUEST_TIMEOUT", "408: the request headers or body did not arrive in time"),
+    RequestHeaderFieldsTooLarge: response("HEADERS_TOO_LARGE", "431: the request headers are larger than the server accepts"),
+  };
+}
+
 /** zod-openapi renders `NewPlant` flat; the interface spells it as `allOf` Plant plus `id`. */
 function newPlantAsAllOf(flat: Json, plant: Json): Json {
   const properties = (flat["properties"] ?? {}) as Json;
@@ -255,7 +278,9 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
       description:
         "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
         "(see `x-error-codes` on each response). Integers are exact across the whole int64 range. " +
-        "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields).",
+        "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields). " +
+        "Whatever the path, a path not listed here answers 404 (`#/components/responses/NotFound`), a listed path with " +
+        "another method 405 with `Allow` (`MethodNotAllowed`), and requests too slow or with oversized headers 408 or 431.",
     },
     // The page is not an API operation, so it is linked here rather than listed under paths.
     externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
@@ -290,6 +315,7 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
     },
     components: {
       schemas: { ...schemas, Plant: plant, NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant), Error: error },
+      responses: requestLevelResponses(),
       securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: BEARER_DESCRIPTION } },
     },
   } as unknown as OpenAPIObject;

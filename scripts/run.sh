@@ -27,6 +27,14 @@ case "${1:-}" in
     source scripts/chromium.sh
     install
     pnpm turbo run build lint typecheck
+    # A second build must replay every task from turbo's cache: a miss here means a task's inputs
+    # or outputs are declared wrongly (or a build writes into its own inputs).
+    rebuild="$(pnpm turbo run build --output-logs=none)"
+    echo "$rebuild"
+    if ! grep -q '>>> FULL TURBO' <<<"$rebuild"; then
+      echo "run.sh: a second 'pnpm turbo run build' was not fully cached" >&2
+      exit 1
+    fi
     exec pnpm turbo run test --concurrency=1
     ;;
   *)

@@ -80,6 +80,31 @@ describe("PostgresStore group commit", () => {
     expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([-(2n ** 63n), 2n ** 53n + 1n, 2n ** 63n - 1n]);
   });
 
+  it("fails every request of a batch whose statement fails, stores none of them, and keeps serving", async () => {
+    const store = await open({ onCommit: (size) => batches.push(size) });
+    const admin = postgresClient(database.url);
+    await admin.connect();
+    try {
+      await admin.query(`
+        CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.name = 'boom' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+        CREATE TRIGGER refuse_boom BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION refuse_boom();`);
+    } finally {
+      await admin.end();
+    }
+    const results = await Promise.allSettled([
+      store.create({ id: 20n, name: "ok-1" }),
+      store.create({ id: 21n, name: "boom" }),
+      store.create({ id: 22n, name: "ok-2" }),
+    ]);
+    // One statement carries the batch, so it commits whole or not at all: no caller gets a 200.
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(batches).toEqual([]);
+    expect(await database.count()).toBe(0);
+    await expect(store.create({ id: 23n, name: "after" })).resolves.toBe("created");
+    expect(await database.row(23n)).toEqual({ id: 23n, name: "after", tag: null });
+  });
+
   it("commits what is queued before close() finishes", async () => {
     const store = await PostgresStore.open(settings());
     const pending = store.create({ id: 99n, name: "late" });

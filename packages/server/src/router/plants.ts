@@ -4,7 +4,11 @@ import { ApiError } from "../http/api-error.ts";
 import { toTRPCError } from "../http/trpc-errors.ts";
 import { protectedProcedure } from "../trpc.ts";
 
-/** RFC 8288 `Link` to the next page, relative to the request (so it survives any proxy or base path). */
+/**
+ * RFC 8288 `Link` to the next page as a root-relative reference: it keeps the host and scheme the
+ * caller used (so it survives a proxy that changes them), but not a path prefix a proxy adds. The
+ * client reads only its query, which survives both.
+ */
 function nextLink(limit: number, after: bigint, tag: string | undefined): string {
   const query = new URLSearchParams({ limit: String(limit), after: after.toString() });
   if (tag !== undefined) query.set("tag", tag);

@@ -1,12 +1,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import { loadConfig, startServer, type Config, type RunningServer } from "@plantstore/server";
 
 export const TOKEN = "t-1";
 
-/** The real server on an ephemeral port with a fresh SQLite file; closing also removes the file. */
-export async function startRealServer(): Promise<RunningServer> {
+/**
+ * The real server on an ephemeral port with a fresh SQLite file; closing also removes the file.
+ * `overrides` change settings a test needs (the browser test's `corsOrigins`).
+ */
+export async function startRealServer(overrides: Partial<Config> = {}): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-client-test-"));
   const running = await startServer({
     config: {
@@ -16,6 +19,7 @@ export async function startRealServer(): Promise<RunningServer> {
       databaseUrl: `sqlite:${join(dir, "x.db")}`,
       tokens: [TOKEN],
       logLevel: "silent",
+      ...overrides,
     },
   });
   const close = async () => {

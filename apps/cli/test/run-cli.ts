@@ -1,9 +1,13 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+// The server's test helper, not a copy: one validator for every package's tests.
+import { checkAnswer, fetchContracts } from "../../../packages/server/test/contract.ts";
 
 export const TOKEN = "t-1";
 
@@ -26,8 +30,53 @@ export function runCli(args: readonly string[], env: Record<string, string> = {}
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", (code) => {
+      const seen = violations.splice(0);
+      if (seen.length === 0) resolve({ code, stdout, stderr });
+      else reject(new AggregateError(seen, `answers that break the OpenAPI documents:\n${seen.map(String).join("\n")}`));
+    });
   });
+}
+
+/** What the proxies found wrong; `runCli` rejects with them once the CLI has exited. */
+const violations: unknown[] = [];
+
+/**
+ * `running` behind a checking proxy: the CLI is a separate process, so its answers are checked on
+ * the way, each against the seed and the server's served `/openapi.json`, and passed on unchanged.
+ * `url` is the proxy's; closing closes both, so a closed server's URL refuses connections.
+ */
+export async function behindContractProxy<Server extends { url: string; close(): Promise<void> }>(running: Server): Promise<Server & AsyncDisposable> {
+  const contracts = await fetchContracts(running.url);
+  const proxy = createServer((req, res) => {
+    // Hop-by-hop: each side keeps its own connection.
+    const { connection: _ignored, ...headers } = req.headers;
+    const upstream = request(`${running.url}${req.url}`, { method: req.method, headers, agent: false }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+      answer.on("end", () => {
+        const body = Buffer.concat(chunks);
+        const status = answer.statusCode ?? 0;
+        try {
+          const contentType = answer.headers["content-type"] ?? null;
+          checkAnswer(contracts, { method: req.method ?? "", path: req.url ?? "", status, contentType, body: body.toString("utf8") });
+        } catch (error) {
+          violations.push(error);
+        }
+        const { connection: _dropped, "transfer-encoding": _framing, ...passed } = answer.headers;
+        res.writeHead(status, { ...passed, "content-length": body.length }).end(body);
+      });
+    });
+    upstream.on("error", () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const close = async () => {
+    proxy.closeAllConnections();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await running.close();
+  };
+  return { ...running, url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, close, [Symbol.asyncDispose]: close };
 }
 
 /** The real server on an ephemeral port with a fresh SQLite file; closing also removes the file. */
@@ -47,5 +96,5 @@ export async function startRealServer(): Promise<RunningServer> {
     await running.close();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { ...running, close, [Symbol.asyncDispose]: close };
+  return behindContractProxy({ ...running, close, [Symbol.asyncDispose]: close });
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SignJWT } from "jose";
 import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, TOKEN } from "./run-cli.ts";
+import { behindContractProxy, runCli, TOKEN } from "./run-cli.ts";
 
 const SECRET = "cli-test-secret-of-at-least-32-characters";
 let server: RunningServer;
@@ -12,7 +12,7 @@ let dir: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "plantstore-cli-whoami-"));
-  server = await startServer({
+  server = await behindContractProxy(await startServer({
     config: {
       ...loadConfig({}),
       port: 0,
@@ -23,7 +23,7 @@ beforeAll(async () => {
       jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { secret: SECRET }, clockSkewSec: 30 },
       rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
     },
-  });
+  }));
 });
 afterAll(async () => {
   await server.close();

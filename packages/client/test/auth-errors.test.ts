@@ -11,6 +11,7 @@ import {
   PlantStoreRateLimitError,
   PlantStoreUnauthorizedError,
 } from "../src/index.ts";
+import { checkedFetch } from "./checked-fetch.ts";
 import { TOKEN } from "./real-server.ts";
 
 const SECRET = "client-test-secret-of-at-least-32-chars";
@@ -41,7 +42,7 @@ const jwt = (sub: string, scope: string, exp = Math.floor(Date.now() / 1000) + 6
   new SignJWT({ iss: "https://idp.test/", aud: "plantstore", sub, scope, exp, client_id: "shop" })
     .setProtectedHeader({ alg: "HS256" })
     .sign(new TextEncoder().encode(SECRET));
-const clientWith = (token: string) => createPlantStoreClient({ baseUrl: server.url, token });
+const clientWith = (token: string) => createPlantStoreClient({ baseUrl: server.url, token, fetch: checkedFetch });
 
 describe("whoAmI against the real server", () => {
   it("describes a development token", async () => {

@@ -8,13 +8,14 @@ import {
   PlantStoreProtocolError,
   type PlantStoreClient,
 } from "../src/index.ts";
+import { checkedFetch } from "./checked-fetch.ts";
 import { startRealServer, TOKEN } from "./real-server.ts";
 
 let server: RunningServer;
 let client: PlantStoreClient;
 beforeAll(async () => {
   server = await startRealServer();
-  client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN });
+  client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch });
 });
 afterAll(async () => {
   await server.close();
@@ -32,7 +33,7 @@ describe("createPlant against the real server", () => {
   });
 
   it("accepts a baseUrl with a trailing slash", async () => {
-    const slashed = createPlantStoreClient({ baseUrl: `${server.url}/`, token: TOKEN });
+    const slashed = createPlantStoreClient({ baseUrl: `${server.url}/`, token: TOKEN, fetch: checkedFetch });
     await expect(slashed.createPlant({ id: 3, name: "Ivy" })).resolves.toEqual({ name: "Ivy" });
   });
 
@@ -67,7 +68,7 @@ describe("createPlant when the server refuses", () => {
   });
 
   it("rejects an unknown token with PlantStoreError 401 / 40101", async () => {
-    const intruder = createPlantStoreClient({ baseUrl: server.url, token: "not-the-token" });
+    const intruder = createPlantStoreClient({ baseUrl: server.url, token: "not-the-token", fetch: checkedFetch });
     const refused = intruder.createPlant({ id: 11, name: "Rose" });
     await expect(refused).rejects.toBeInstanceOf(PlantStoreError);
     await expect(refused).rejects.toMatchObject({
@@ -144,7 +145,7 @@ describe("createPlant when the answer is not the interface", () => {
     const closed = await startRealServer();
     const url = closed.url;
     await closed.close();
-    const refused = createPlantStoreClient({ baseUrl: url, token: TOKEN }).createPlant({ id: 1, name: "x" });
+    const refused = createPlantStoreClient({ baseUrl: url, token: TOKEN, fetch: checkedFetch }).createPlant({ id: 1, name: "x" });
     await expect(refused).rejects.toBeInstanceOf(PlantStoreProtocolError);
     await expect(refused).rejects.toMatchObject({ status: undefined });
   });
@@ -173,7 +174,7 @@ describe("createPlant sends the interface's request", () => {
   it("hands back the caller's abort reason rather than wrapping it", async () => {
     const controller = new AbortController();
     controller.abort(new Error("user gave up"));
-    const aborted = createPlantStoreClient({ baseUrl: server.url, token: TOKEN }).createPlant(
+    const aborted = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch }).createPlant(
       { id: 99, name: "x" },
       { signal: controller.signal },
     );

@@ -8,13 +8,14 @@ import {
   PlantStoreProtocolError,
   type PlantStoreClient,
 } from "../src/index.ts";
+import { checkedFetch } from "./checked-fetch.ts";
 import { startRealServer, TOKEN } from "./real-server.ts";
 
 let server: RunningServer;
 let client: PlantStoreClient;
 beforeAll(async () => {
   server = await startRealServer();
-  client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN });
+  client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch });
 });
 afterAll(async () => {
   await server.close();
@@ -178,7 +179,7 @@ describe("deletePlant against the real server", () => {
     ["2^53 + 1", 2n ** 53n + 1n, 2n ** 53n],
   ])("deletes id %s exactly, not its neighbour", async (_label, id, neighbour) => {
     await using fresh = await startRealServer();
-    const store = createPlantStoreClient({ baseUrl: fresh.url, token: TOKEN });
+    const store = createPlantStoreClient({ baseUrl: fresh.url, token: TOKEN, fetch: checkedFetch });
     await store.createPlant({ id, name: "target" });
     await store.createPlant({ id: neighbour, name: "neighbour" });
     await store.deletePlant(id);
@@ -194,7 +195,7 @@ describe("deletePlant against the real server", () => {
     const garbling = createPlantStoreClient({
       baseUrl: server.url,
       token: TOKEN,
-      fetch: (input, init) => globalThis.fetch(String(input).replace(/\/7$/, "/7.5"), init),
+      fetch: (input, init) => checkedFetch(String(input).replace(/\/7$/, "/7.5"), init),
     });
     const refused = garbling.deletePlant(7n);
     await expect(refused).rejects.toBeInstanceOf(PlantStoreError);
@@ -203,7 +204,7 @@ describe("deletePlant against the real server", () => {
 
   it("rejects an unknown token with PlantStoreError 401 and deletes nothing", async () => {
     await client.createPlant({ id: 4_444n, name: "Kept" });
-    const intruder = createPlantStoreClient({ baseUrl: server.url, token: "not-the-token" });
+    const intruder = createPlantStoreClient({ baseUrl: server.url, token: "not-the-token", fetch: checkedFetch });
     await expect(intruder.deletePlant(4_444n)).rejects.toMatchObject({ status: 401, code: 40101 });
     await expect(intruder.listPlants()).rejects.toMatchObject({ status: 401, code: 40101 });
     await expect(server.store.get(4_444n)).resolves.toMatchObject({ name: "Kept" });

@@ -5,7 +5,8 @@ import type { ValidateFunction } from "ajv";
 /**
  * Validates responses against an OpenAPI 3.1 document with a JSON Schema 2020-12 validator.
  * Used for both the seed interface and the served `/openapi.json`, on every response the
- * HTTP tests receive.
+ * HTTP tests receive: the server's request helpers (harness.ts, load.ts, raw-socket.ts), the
+ * client tests' fetch (`checkingFetch`) and the CLI tests' proxy (apps/cli/test/run-cli.ts).
  */
 export type OpenApiDoc = {
   paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
@@ -56,9 +57,22 @@ export class ResponseContract {
     return fn;
   }
 
+  /** The operation at a literal path (`/plants/7`) or its template (`/plants/{id}`), matched exactly as the server does. */
+  #operation(method: string, path: string) {
+    const m = method.toLowerCase();
+    const exact = this.#doc.paths[path];
+    if (exact !== undefined) return exact[m];
+    for (const [template, operations] of Object.entries(this.#doc.paths)) {
+      if (!template.includes("{")) continue;
+      const pattern = template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/]+");
+      if (new RegExp(`^${pattern}$`).test(path)) return operations[m];
+    }
+    return undefined;
+  }
+
   /** Throws with a readable reason when the response does not satisfy the document. */
   check(method: string, path: string, status: number, contentType: string | null, bodyText: string): void {
-    const operation = this.#doc.paths[path]?.[method.toLowerCase()];
+    const operation = this.#operation(method, path);
     // The seed shows only POST /plants: for operations it does not show, only the Error rule applies.
     if (operation === undefined && this.#errorFallback && status < 400) return;
     const declared = operation?.responses[String(status)];
@@ -74,15 +88,107 @@ export class ResponseContract {
       throw new Error(`${this.#name}: ${method} ${path} answered ${status}, which the document does not declare`);
     }
     if (schema === undefined) return;
+    this.#checkBody(`${method} ${path} ${status}`, schema, contentType, bodyText);
+  }
+
+  /**
+   * The rule every non-2xx answer follows whatever the request (`info.description`), for answers
+   * whose request is unknown: raw-socket answers Node writes before the app sees a request.
+   */
+  checkError(status: number, contentType: string | null, bodyText: string): void {
+    if (status < 400) throw new Error(`${this.#name}: checkError is for 4xx and 5xx answers, not ${status}`);
+    this.#checkBody(`${status}`, { $ref: "#/components/schemas/Error" }, contentType, bodyText);
+  }
+
+  #checkBody(what: string, schema: unknown, contentType: string | null, bodyText: string): void {
     if (!contentType?.startsWith("application/json")) {
-      throw new Error(`${this.#name}: ${method} ${path} ${status} has Content-Type ${contentType}, not application/json`);
+      throw new Error(`${this.#name}: ${what} has Content-Type ${contentType}, not application/json`);
     }
-    const body: unknown = JSON.parse(bodyText);
+    let body: unknown;
+    try {
+      body = JSON.parse(bodyText);
+    } catch {
+      throw new Error(`${this.#name}: ${what} body is not JSON: ${bodyText}`);
+    }
     const validate = this.#validator(schema);
     if (!validate(body)) {
       throw new Error(
-        `${this.#name}: ${method} ${path} ${status} body ${bodyText} fails ${JSON.stringify(schema)}: ${this.#ajv.errorsText(validate.errors)}`,
+        `${this.#name}: ${what} body ${bodyText} fails ${JSON.stringify(schema)}: ${this.#ajv.errorsText(validate.errors)}`,
       );
     }
   }
+}
+
+/**
+ * Paths the server answers outside the interface: the document itself, health probes, Prometheus
+ * text and the docs page with its assets. Their successful answers are not API responses, so
+ * neither document describes them; their errors still follow the Error rule, which the served
+ * document states for every path.
+ */
+export const NON_API_PATHS: ReadonlySet<string> = new Set([
+  "/openapi.json",
+  "/healthz",
+  "/readyz",
+  "/metrics",
+  "/docs",
+  "/docs/swagger-ui.css",
+  "/docs/swagger-ui-bundle.js",
+  "/docs/init.js",
+]);
+
+/** One answer as a test received it; `path` may carry a query, which the documents do not key on. */
+export type Answer = { method: string; path: string; status: number; contentType: string | null; body: string };
+
+/** Checks one answer against every contract, except what no document describes (see each rule). */
+export function checkAnswer(contracts: readonly ResponseContract[], answer: Answer): void {
+  const method = answer.method.toUpperCase();
+  const path = answer.path.split("?")[0] ?? answer.path;
+  // HEAD has no body; a CORS preflight (OPTIONS, 204) is part of the fetch protocol, not an operation.
+  if (method === "HEAD" || (method === "OPTIONS" && answer.status === 204)) return;
+  if (NON_API_PATHS.has(path) && answer.status < 400) return;
+  for (const contract of contracts) contract.check(method, path, answer.status, answer.contentType, answer.body);
+}
+
+/**
+ * The seed and the document the server at `baseUrl` serves, fetched from it. For the client and
+ * CLI tests, which count no requests, so one more GET /openapi.json per server changes nothing.
+ */
+export async function fetchContracts(baseUrl: string): Promise<ResponseContract[]> {
+  const response = await globalThis.fetch(new URL("/openapi.json", baseUrl));
+  if (response.status !== 200) throw new Error(`GET ${baseUrl}/openapi.json answered ${response.status}`);
+  const served = (await response.json()) as OpenApiDoc;
+  return [
+    new ResponseContract("seed openapi.json", seedDocument, { errorFallback: true }),
+    new ResponseContract(`served ${baseUrl}/openapi.json`, served, { errorFallback: false }),
+  ];
+}
+
+/**
+ * A fetch for clients under test that checks every answer against the seed and the document the
+ * answering server serves, and hands back the untouched response. The document is fetched once
+ * per origin (a later server on a reused port runs the same code, so serves the same document). A
+ * client may turn a throw from its fetch into its own error, which a test expecting an error
+ * would accept; so each violation also goes to `onViolation` for the test to fail on.
+ */
+export function checkingFetch(onViolation: (error: unknown) => void): typeof globalThis.fetch {
+  const contracts = new Map<string, Promise<ResponseContract[]>>();
+  return async (input, init) => {
+    const response = await globalThis.fetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : input);
+    try {
+      let known = contracts.get(url.origin);
+      if (known === undefined) contracts.set(url.origin, (known = fetchContracts(url.origin)));
+      checkAnswer(await known, {
+        method: init?.method ?? (input instanceof Request ? input.method : "GET"),
+        path: url.pathname,
+        status: response.status,
+        contentType: response.headers.get("content-type"),
+        body: await response.clone().text(),
+      });
+    } catch (error) {
+      onViolation(error);
+      throw error;
+    }
+    return response;
+  };
 }

@@ -1,6 +1,7 @@
 import { Agent, request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
+import { checkAnswer } from "./contract.ts";
+import { contractsAt, expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -41,8 +42,18 @@ async function createMany(ids: bigint[], tag?: string, concurrency = 32): Promis
         const req = request(
           { host: url.hostname, port: url.port, path: "/plants", method: "POST", agent, headers: { ...auth, "content-type": "application/json" } },
           (res) => {
-            res.resume();
-            res.on("end", () => resolve(res.statusCode ?? 0));
+            let text = "";
+            res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+            res.on("end", () => {
+              const status = res.statusCode ?? 0;
+              const contentType = res.headers["content-type"] ?? null;
+              try {
+                checkAnswer(contractsAt(server.url), { method: "POST", path: "/plants", status, contentType, body: text });
+                resolve(status);
+              } catch (error) {
+                reject(error);
+              }
+            });
           },
         );
         req.on("error", reject);

@@ -1,4 +1,6 @@
 import { Agent, request as httpRequest } from "node:http";
+import { checkAnswer } from "./contract.ts";
+import { contractsAt } from "./harness.ts";
 
 /** One plant a load test sends, with the exact answer a 200 must carry. */
 export type SentPlant = { id: bigint; name: string; tag: string | undefined; body: string; answer: string };
@@ -28,9 +30,12 @@ export function randomPlant(random: () => number = Math.random): SentPlant {
   return { id, name, tag, body: `{"id":${id},${fields}}`, answer: `{${fields}}` };
 }
 
-/** POSTs one plant on a keep-alive agent and reports the outcome; never rejects. */
+/**
+ * POSTs one plant on a keep-alive agent and reports the outcome. Rejects only when a complete
+ * answer breaks the seed or served OpenAPI document; a failed request is an outcome.
+ */
 export function postPlant(url: string, token: string, agent: Agent, plant: SentPlant): Promise<Outcome> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     let responseStarted = false;
     let settled = false;
     const settle = (outcome: Outcome) => {
@@ -52,11 +57,20 @@ export function postPlant(url: string, token: string, agent: Agent, plant: SentP
         res.on("end", () => {
           // A body shorter than its Content-Length ends with 'aborted', not here.
           if (!res.complete) return;
+          const text = Buffer.concat(chunks).toString("utf8");
+          const contentType = res.headers["content-type"] ?? null;
+          try {
+            checkAnswer(contractsAt(url), { method: "POST", path: "/plants", status: res.statusCode ?? 0, contentType, body: text });
+          } catch (error) {
+            settled = true;
+            reject(error);
+            return;
+          }
           settle({
             kind: "answered",
             plant,
             status: res.statusCode ?? 0,
-            text: Buffer.concat(chunks).toString("utf8"),
+            text,
             reusedSocket: req.reusedSocket,
             at: Date.now(),
           });

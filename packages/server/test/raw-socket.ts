@@ -1,10 +1,13 @@
 import { connect, type Socket } from "node:net";
+import { checkErrorAnswer } from "./harness.ts";
 
 export type RawAnswer = { status: number; headers: Record<string, string>; body: string };
 
 /**
  * Parses every complete HTTP/1.1 answer in `raw` (Content-Length framed, as this server sends).
- * Answers to HEAD carry no body whatever their Content-Length says.
+ * Answers to HEAD carry no body whatever their Content-Length says. Every 4xx and 5xx answer is
+ * checked against the documents' Error rule (throws if it breaks it): the request behind a raw
+ * answer may not even parse, so the rule that holds whatever the request is the one checked.
  */
 export function parseAnswers(raw: string, options: { head?: boolean } = {}): RawAnswer[] {
   const answers: RawAnswer[] = [];
@@ -20,11 +23,13 @@ export function parseAnswers(raw: string, options: { head?: boolean } = {}): Raw
     }
     const length = options.head ? 0 : Number(headers["content-length"] ?? 0);
     if (rest.length < end + 4 + length) return answers;
-    answers.push({
+    const answer = {
       status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]),
       headers,
       body: rest.subarray(end + 4, end + 4 + length).toString("utf8"),
-    });
+    };
+    if (!options.head) checkErrorAnswer(answer.status, headers["content-type"], answer.body);
+    answers.push(answer);
     rest = rest.subarray(end + 4 + length);
   }
 }

@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
-import { startTestServer, TOKEN } from "./harness.ts";
+import { checkErrorAnswer, startTestServer, TOKEN } from "./harness.ts";
 
 /** Writes raw bytes on a TCP connection and returns everything the server sends back. */
 function exchange(port: number, chunks: string[], gapMs = 0): Promise<string> {
@@ -21,10 +21,12 @@ function exchange(port: number, chunks: string[], gapMs = 0): Promise<string> {
   });
 }
 
+/** The one answer in `raw`, checked against the documents' Error rule (Node writes these before the app runs). */
 function errorOf(raw: string): { status: number; body: unknown; contentType: string | undefined } {
   const [head = "", body = ""] = raw.split("\r\n\r\n");
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
   const contentType = /content-type: ([^\r\n]+)/i.exec(head)?.[1];
+  checkErrorAnswer(status, contentType, body);
   return { status, body: JSON.parse(body), contentType };
 }
 

@@ -3,6 +3,8 @@ import { once } from "node:events";
 import { createServer, request, type Agent, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { checkAnswer } from "../contract.ts";
+import { contractsAt } from "../harness.ts";
 
 /** Helpers for tests that run the built `plantstore-server` as real processes. */
 export const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
@@ -91,11 +93,14 @@ export async function startReceiver(): Promise<{ url: string; received: Received
 
 export type Answer = { status: number; text: string; ms: number };
 
-/** POST /plants over a keep-alive agent; a network failure is status 0. */
+/**
+ * POST /plants over a keep-alive agent; a network failure is status 0. Rejects when an answer
+ * breaks the seed or the served OpenAPI document.
+ */
 export function postPlant(agent: Agent, baseUrl: string, token: string, body: string, timeoutMs = 30_000): Promise<Answer> {
   const url = new URL(baseUrl);
   const started = Date.now();
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const req = request(
       {
         host: url.hostname,
@@ -110,7 +115,16 @@ export function postPlant(agent: Agent, baseUrl: string, token: string, body: st
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (c: string) => (text += c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: Date.now() - started }));
+        res.on("end", () => {
+          const status = res.statusCode ?? 0;
+          try {
+            checkAnswer(contractsAt(baseUrl), { method: "POST", path: "/plants", status, contentType: res.headers["content-type"] ?? null, body: text });
+          } catch (error) {
+            reject(error);
+            return;
+          }
+          resolve({ status, text, ms: Date.now() - started });
+        });
         res.on("error", () => resolve({ status: 0, text, ms: Date.now() - started }));
       },
     );

@@ -48,3 +48,39 @@ describe("loadConfig: tokens, JWT and rate limits", () => {
     expect(() => loadConfig({ REDIS_URL: "http://127.0.0.1:6379" })).toThrow(/REDIS_URL/);
   });
 });
+
+describe("loadConfig: PLANTSTORE_TRUSTED_PROXIES", () => {
+  it("trusts nobody by default (the client address is the TCP peer)", () => {
+    expect(loadConfig({}).trustedProxies).toEqual([]);
+    expect(loadConfig({ PLANTSTORE_TRUSTED_PROXIES: " , " }).trustedProxies).toEqual([]);
+  });
+
+  it("reads comma-separated IPv4/IPv6 addresses, CIDR ranges and the keywords loopback, linklocal, uniquelocal", () => {
+    const text = " 127.0.0.1, 10.0.0.0/8,172.18.0.0/16 ,::1, fd00::/8,loopback,linklocal,uniquelocal";
+    expect(loadConfig({ PLANTSTORE_TRUSTED_PROXIES: text }).trustedProxies).toEqual([
+      "127.0.0.1",
+      "10.0.0.0/8",
+      "172.18.0.0/16",
+      "::1",
+      "fd00::/8",
+      "loopback",
+      "linklocal",
+      "uniquelocal",
+    ]);
+  });
+
+  it("refuses start-up on an entry that is not an address, a range or a keyword, naming it", () => {
+    const bad = ["nginx", "localhost", "10", "2130706433", "10.0.0.256", "10.0.0.0/33", "::1/129", "10.0.0.0/", "10.0.0.0/8x", "10.0.0.0/255.0.0.0", "Loopback"];
+    for (const entry of bad) {
+      expect(() => loadConfig({ PLANTSTORE_TRUSTED_PROXIES: `127.0.0.1,${entry}` })).toThrow(
+        `invalid configuration: PLANTSTORE_TRUSTED_PROXIES: "${entry}"`,
+      );
+    }
+  });
+
+  it("refuses a range that trusts every address (any client could then choose its own)", () => {
+    for (const entry of ["0.0.0.0/0", "::/0"]) {
+      expect(() => loadConfig({ PLANTSTORE_TRUSTED_PROXIES: entry })).toThrow(/would trust every address/);
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { trustedProxyProblem } from "./http/client-address.ts";
 import type { RateLimitPolicy } from "./rate-limit/rate-limits.ts";
 
 /** `<requests>/<seconds>s` (e.g. `6000/60s`), or `off`. */
@@ -11,6 +12,22 @@ function rateLimitPolicy(name: string, text: string): RateLimitPolicy | null {
   const [points, window] = text.slice(0, -1).split("/");
   return { name, points: Number(points), windowSec: Number(window) };
 }
+
+/** Comma-separated IPs, CIDRs and keywords (see http/client-address.ts); each one is checked. */
+const TrustedProxies = z
+  .string()
+  .optional()
+  .transform((text, ctx) => {
+    const entries = (text ?? "")
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry.length > 0);
+    for (const entry of entries) {
+      const problem = trustedProxyProblem(entry);
+      if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+    }
+    return entries;
+  });
 
 const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
@@ -32,6 +49,7 @@ const EnvSchema = z.object({
   PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
   PLANTSTORE_CORS_ORIGINS: z.string().optional(),
+  PLANTSTORE_TRUSTED_PROXIES: TrustedProxies,
   PLANTSTORE_METRICS: z.enum(["token", "public", "off"]).default("token"),
   PLANTSTORE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: z.string().optional(),
@@ -105,6 +123,11 @@ export type Config = {
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
   /** Bearer JWTs from an identity provider; undefined when not configured. */
   jwt: JwtConfig | undefined;
+  /**
+   * Peers whose `X-Forwarded-For` is believed (IPs, CIDRs, `loopback`, `linklocal`,
+   * `uniquelocal`); empty: the client address is the TCP peer.
+   */
+  trustedProxies: string[];
   /** Per token, and per client address for failed authentications; null is off. */
   rateLimits: { token: RateLimitPolicy | null; authFailures: RateLimitPolicy | null };
   /** When set, rate-limit counters are shared through this Redis by every instance. */
@@ -183,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.PLANTSTORE_LOG_LEVEL,
     jwt: jwtConfig(e),
+    trustedProxies: e.PLANTSTORE_TRUSTED_PROXIES,
     rateLimits: {
       token: rateLimitPolicy("token", e.PLANTSTORE_RATE_LIMIT_TOKEN),
       authFailures: rateLimitPolicy("auth-failures", e.PLANTSTORE_RATE_LIMIT_AUTH_FAILURES),

@@ -100,6 +100,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     metrics,
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
     rateLimits,
+    trustedProxies: config.trustedProxies,
   });
 
   const server = createHttpServer(

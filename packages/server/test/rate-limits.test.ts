@@ -90,6 +90,74 @@ describe("the failed-authentication limit per client address", () => {
   });
 });
 
+/** GET /plants as relayed by a proxy on 127.0.0.1 that sent this X-Forwarded-For (none when undefined). */
+const getVia = (url: string, forwardedFor: string | undefined, token?: string) =>
+  rawRequest(url, {
+    method: "GET",
+    path: "/plants",
+    headers: {
+      ...(forwardedFor === undefined ? {} : { "x-forwarded-for": forwardedFor }),
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    },
+  });
+
+describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRUSTED_PROXIES)", () => {
+  const authFailures = { name: "auth-failures", points: 3, windowSec: 60 };
+
+  it("limits each X-Forwarded-For client separately: A is locked out, B and a valid token from B are not", async () => {
+    await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
+    const { token } = await issueToken(databaseUrlOf(server));
+    const [a, b] = ["203.0.113.7", "198.51.100.9"];
+    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, a, `wrong-${i}`), 401, 40101);
+    expectRateLimited(await getVia(server.url, a, "wrong-4"), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, a, token), "auth-failures", 3, 60);
+
+    expectErrorShape(await getVia(server.url, b, "wrong-b"), 401, 40101);
+    expect((await getVia(server.url, b, token)).status).toBe(200);
+    // The proxy's own address (a request without the header) is a client of its own too.
+    expect((await getVia(server.url, undefined, token)).status).toBe(200);
+  });
+
+  it("keys on the proxy's entry, not a spoofed one the client put left of it (`spoof, real`)", async () => {
+    await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
+    const { token } = await issueToken(databaseUrlOf(server));
+    const real = "203.0.113.7";
+    // A new spoofed entry on every guess buys no new allowance.
+    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, ${real}`, `wrong-${i}`), 401, 40101);
+    expectRateLimited(await getVia(server.url, `198.51.100.99, ${real}`, "wrong-4"), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, real, token), "auth-failures", 3, 60);
+    // The addresses it spoofed were never charged.
+    expect((await getVia(server.url, "198.51.100.0", token)).status).toBe(200);
+    expect((await getVia(server.url, `${real}, 198.51.100.1`, token)).status).toBe(200);
+  });
+
+  it("walks past every trusted hop: behind two proxies, the client left of the inner one is keyed", async () => {
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1", "10.0.0.0/8"],
+      rateLimits: { token: null, authFailures },
+    });
+    const { token } = await issueToken(databaseUrlOf(server));
+    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, 203.0.113.7, 10.0.0.${i + 1}`, `wrong-${i}`), 401, 40101);
+    expectRateLimited(await getVia(server.url, "203.0.113.7, 10.0.0.9", "wrong-4"), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+    expect((await getVia(server.url, "203.0.113.8, 10.0.0.1", token)).status).toBe(200);
+  });
+
+  for (const [title, trustedProxies] of [
+    ["by default (nobody trusted)", []],
+    ["when the peer is not among the trusted proxies", ["10.0.0.0/8"]],
+  ] as const) {
+    it(`ignores X-Forwarded-For ${title}: every guess counts against the TCP peer`, async () => {
+      await using server = await startTestServer({ trustedProxies: [...trustedProxies], rateLimits: { token: null, authFailures } });
+      const { token } = await issueToken(databaseUrlOf(server));
+      for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}`, `wrong-${i}`), 401, 40101);
+      expectRateLimited(await getVia(server.url, "198.51.100.99", "wrong-4"), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, undefined, token), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+    });
+  }
+});
+
 describe("rate limits when Redis is down (fail open to per-instance counts)", () => {
   it("keeps serving, still limits within this instance, and says so in the log and the metrics", async () => {
     await using database = await createTestDatabase();

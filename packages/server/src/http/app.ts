@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../auth/principal.ts";
 import type { RateLimits } from "../rate-limit/rate-limits.ts";
 import { authenticateRequest } from "./authenticate.ts";
+import { clientAddressOf } from "./client-address.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
@@ -29,6 +30,8 @@ export type AppOptions = {
   metricsAccess: "token" | "public" | "off";
   /** Per-token and failed-authentication limits; none when undefined. */
   rateLimits?: RateLimits | undefined;
+  /** Peers whose `X-Forwarded-For` names the client (IPs, CIDRs, keywords); none when empty. */
+  trustedProxies?: readonly string[];
 };
 
 function sendError(ctx: Koa.Context, error: ApiError): void {
@@ -56,6 +59,9 @@ export function createApp(options: AppOptions): Koa {
   routes.addPlainPath("/readyz", ["GET", "HEAD"]);
   if (metricsAccess !== "off") routes.addPlainPath("/metrics", ["GET", "HEAD"]);
 
+  // The client address comes from clientAddress, never from ctx.ip: Koa's proxy mode would believe
+  // the left-most X-Forwarded-For entry, which the client writes, from any peer.
+  const clientAddress = clientAddressOf(options.trustedProxies ?? []);
   const app = new Koa();
   app.proxy = false;
 
@@ -129,7 +135,7 @@ export function createApp(options: AppOptions): Koa {
     }
     if (method === "GET" && ctx.path === "/metrics" && metricsAccess !== "off") {
       state.route = "/metrics";
-      if (metricsAccess === "token") await authenticateRequest(ctx, authenticator, rateLimits);
+      if (metricsAccess === "token") await authenticateRequest(ctx, authenticator, rateLimits, clientAddress);
       ctx.type = metrics.registry.contentType;
       ctx.body = await metrics.registry.metrics();
       return;
@@ -146,7 +152,7 @@ export function createApp(options: AppOptions): Koa {
     state.route = route.template;
 
     // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
-    const principal = route.protect ? await authenticateRequest(ctx, authenticator, rateLimits) : null;
+    const principal = route.protect ? await authenticateRequest(ctx, authenticator, rateLimits, clientAddress) : null;
 
     const fromUrl = route.method === "GET" || route.method === "DELETE";
     let input: Record<string, unknown>;

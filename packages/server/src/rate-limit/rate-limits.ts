@@ -134,10 +134,15 @@ export class RateLimits {
     }
   }
 
-  /** A refusal when this address is over its failure limit (checked locally, before authentication). */
-  addressBlocked(address: string): LimitDecision | undefined {
+  /**
+   * A refusal when this address is over its failure limit (checked locally, before
+   * authentication). The address is asked for only when some address is blocked at all, so the
+   * usual request does not work it out.
+   */
+  addressBlocked(addressOf: () => string): LimitDecision | undefined {
     const counter = this.#authFailures;
     if (counter === undefined || this.#blockedUntil.size === 0) return undefined;
+    const address = addressOf();
     const until = this.#blockedUntil.get(address);
     if (until === undefined) return undefined;
     const left = until - Date.now();

@@ -7,7 +7,8 @@ import { startTcpProxy } from "./tcp-proxy.ts";
 
 const TOKEN = "outage-token";
 // Short on purpose, so the test can check the documented bound: no request waits longer than the
-// connect timeout (a new connection) or the query timeout plus the client's 1 s grace (a silent one).
+// query timeout plus the client's 1 s grace (a silent connection) plus the connect timeout (the
+// fresh connection a creation is retried on): the sum, as the README's Outages bullet says.
 const CONNECT_TIMEOUT_MS = 1_000;
 const QUERY_TIMEOUT_MS = 2_000;
 const WORST_CASE_MS = QUERY_TIMEOUT_MS + 1_000 + CONNECT_TIMEOUT_MS;

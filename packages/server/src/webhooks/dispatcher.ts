@@ -41,7 +41,6 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
     const gone = result.statusCode === 410;
     const outcome = ok ? "delivered" : gone ? "gone" : attempts >= MAX_ATTEMPTS ? "failed" : "pending";
     metrics.webhookAttempts.inc({ outcome: ok ? "delivered" : gone ? "gone" : "failed_attempt" });
-    if (outcome !== "pending") metrics.webhookDeliveries.inc({ outcome });
     await queue.recordAttempt({
       deliveryId: delivery.deliveryId,
       subscriberId: delivery.subscriberId,
@@ -55,6 +54,9 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
           ? nextAttemptAt({ now, attemptsSoFar: attempts, baseMs: retryBaseMs, retryAfterHeader: result.retryAfter })
           : now,
     });
+    // A final outcome counts once it is recorded: before that, the outbox still holds the delivery
+    // (its depth would disagree), and if recording fails the delivery is attempted again.
+    if (outcome !== "pending") metrics.webhookDeliveries.inc({ outcome });
     if (!ok) {
       logger.warn(
         { delivery: delivery.deliveryId, subscriber: delivery.subscriberId, status: result.statusCode, error: result.error, attempts, outcome },

@@ -64,14 +64,17 @@ class Counter {
           });
   }
 
-  async consume(key: string): Promise<RateLimiterRes> {
-    if (this.#shared !== undefined) {
-      try {
-        return await this.#shared.consume(key);
-      } catch (thrown) {
-        if (thrown instanceof RateLimiterRes) throw thrown;
-        this.#onFallback(thrown);
-      }
+  consume(key: string): Promise<RateLimiterRes> {
+    // Without Redis, the memory limiter's own promise: no async frame of ours on every request.
+    return this.#shared === undefined ? this.#memory.consume(key) : this.#consumeShared(this.#shared, key);
+  }
+
+  async #consumeShared(shared: RateLimiterRedis, key: string): Promise<RateLimiterRes> {
+    try {
+      return await shared.consume(key);
+    } catch (thrown) {
+      if (thrown instanceof RateLimiterRes) throw thrown;
+      this.#onFallback(thrown);
     }
     return this.#memory.consume(key);
   }

@@ -74,7 +74,8 @@ async function startOurs(
       PLANTSTORE_RATE_LIMIT_TOKEN: "100000000/60s",
       ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
     };
-    const server = variant.bin === undefined ? context.server : { ...context.server, bin: resolve(variant.bin) };
+    // Relative to where `pnpm bench` was typed (pnpm runs the script in bench/ and says where it came from in INIT_CWD).
+    const server = variant.bin === undefined ? context.server : { ...context.server, bin: resolve(process.env["INIT_CWD"] ?? "", variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
       migrate(server, env);

@@ -1,6 +1,8 @@
 export { INT64_MAX, INT64_MIN, Int64, toInt64 } from "./int64.ts";
 export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX_LENGTH } from "./plant.ts";
-export { ErrorBody } from "./error.ts";
+// `Error` is the interface's name for the body; `ErrorBody` is the same schema under a name that
+// does not shadow the global `Error` in the importing module. Both are public.
+export { ErrorBody, ErrorBody as Error } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
 export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { Int64Text, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListPlantsQuery, PlantIdPath, PlantList } from "./query.ts";

@@ -48,6 +48,12 @@ function gitCommit(): string | null {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
+/**
+ * A path given on the command line, relative to where `pnpm bench` was typed: pnpm runs the script
+ * in bench/ and says where it came from in INIT_CWD (without it, e.g. `node src/bench.ts`, the cwd).
+ */
+const fromInvocationDir = (path: string) => resolve(process.env["INIT_CWD"] ?? "", path);
+
 /** Runs `plantstore-server migrate` against a backend, so it can be prefilled before the server starts. */
 function migrate(server: ServerBin, env: Record<string, string>): void {
   execFileSync(process.execPath, [server.bin, "migrate"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
@@ -74,8 +80,7 @@ async function startOurs(
       PLANTSTORE_RATE_LIMIT_TOKEN: "100000000/60s",
       ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
     };
-    // Relative to where `pnpm bench` was typed (pnpm runs the script in bench/ and says where it came from in INIT_CWD).
-    const server = variant.bin === undefined ? context.server : { ...context.server, bin: resolve(process.env["INIT_CWD"] ?? "", variant.bin) };
+    const server = variant.bin === undefined ? context.server : { ...context.server, bin: fromInvocationDir(variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
       migrate(server, env);
@@ -254,7 +259,7 @@ async function bench(options: BenchOptions): Promise<number> {
     report["ok"] = failures.length === 0;
     report["failures"] = failures;
 
-    const out = options.out ?? join(RESULTS_DIR, `${stamp}.json`);
+    const out = options.out === undefined ? join(RESULTS_DIR, `${stamp}.json`) : fromInvocationDir(options.out);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
 

@@ -12,10 +12,17 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Summary = { requests: number; status200: number; serverCpuUsPerRequest: number };
 
-/** Runs the harness as a process, expects exit 0, and returns its JSON result. */
+/**
+ * Runs the harness as a process, expects exit 0, and returns its JSON result. `--out` is given
+ * relative, as a user types it: it must land where pnpm says `pnpm bench` was typed (INIT_CWD),
+ * not in bench/, where pnpm runs the script.
+ */
 async function runBench(name: string, args: string[]): Promise<Record<string, unknown> & { ok: boolean }> {
   const out = join(dir, `${name}.json`);
-  const child = spawn(process.execPath, [BENCH, "--smoke", ...args, "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BENCH, "--smoke", ...args, "--out", `${name}.json`], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, INIT_CWD: dir },
+  });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));

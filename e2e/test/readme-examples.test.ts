@@ -1,0 +1,138 @@
+import { execFile } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, ROOT } from "./workspace.ts";
+
+/**
+ * The README's "Using it" examples, run as a reader would paste them: the curl lines through bash,
+ * the client snippet type-checked and run with Node, the CLI lines through a `plantstore` on PATH.
+ * What each example says it prints (its `# …` comments) is what it must print, so the first page a
+ * user reads cannot drift from what the software does.
+ */
+
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
+/** Where the examples point; the tests point them at a real server instead. */
+const EXAMPLE_URL = "http://127.0.0.1:3000";
+const TOKEN = "readme-token";
+const execFileAsync = promisify(execFile);
+
+/** The text under a `###` heading, up to the next heading. */
+function section(title: string): string {
+  const start = README.indexOf(`\n### ${title}\n`);
+  if (start < 0) throw new Error(`README has no "### ${title}" section`);
+  const next = README.slice(start + 1).search(/\n#{2,3} /);
+  return next < 0 ? README.slice(start) : README.slice(start, start + 1 + next);
+}
+
+/** The fenced code blocks of one language in a piece of Markdown. */
+function codeBlocks(markdown: string, language: string): string[] {
+  return [...markdown.matchAll(new RegExp(`^\`\`\`${language}\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].map((m) => m[1]!);
+}
+
+/** What an example says it prints: its lines that are whole comments, without the `# `. */
+const printedLines = (block: string) =>
+  block
+    .split("\n")
+    .filter((line) => line.startsWith("# "))
+    .map((line) => line.slice(2));
+
+const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
+const databaseUrl = `sqlite:${join(dir, "store.db")}`;
+let server: RunningServer;
+
+beforeAll(async () => {
+  server = await startServer({
+    config: { ...loadConfig({}), port: 0, host: "127.0.0.1", databaseUrl, tokens: [TOKEN], logLevel: "silent" },
+  });
+});
+afterAll(async () => {
+  await server?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function bash(script: string, env: Record<string, string> = {}) {
+  return execFileAsync("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, server.url)], { env: cleanEnv(env) });
+}
+
+async function create(id: number, name: string, tag: string): Promise<void> {
+  const answer = await fetch(`${server.url}/plants`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ id, name, tag }),
+  });
+  expect(answer.status).toBe(200);
+}
+
+describe("README: Using it", () => {
+  it("curl: creating a plant prints what the README shows", async () => {
+    const [createBlock] = codeBlocks(section("curl"), "sh");
+    expect(createBlock).toContain("curl");
+    const { stdout } = await bash(createBlock!, { PLANTSTORE_TOKEN: TOKEN });
+    expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
+  });
+
+  it("curl: listing shows the README's page and Link, and the delete it shows deletes", async () => {
+    const listBlock = codeBlocks(section("curl"), "sh").find((block) => block.includes("DELETE"));
+    expect(listBlock).toBeDefined();
+    // The plants the example's page shows; the earlier example's fern (id 2^63 - 1) makes a next page.
+    await create(7, "Fern", "fern");
+    await create(9, "Maidenhair", "fern");
+    const { stdout } = await bash(listBlock!, { PLANTSTORE_TOKEN: TOKEN });
+    const lines = stdout.split(/\r?\n/);
+    for (const expected of printedLines(listBlock!)) expect(lines).toContain(expected);
+    const again = await fetch(`${server.url}/plants/7`, { method: "DELETE", headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(again.status, "the example's DELETE left plant 7 in place").toBe(404);
+  });
+
+  it("the client snippet type-checks, runs, and reports errors with the fields it names", { timeout: 60_000 }, async () => {
+    const [snippet] = codeBlocks(section("The typed client (`@plantstore/client`)"), "ts");
+    expect(snippet).toContain("createPlantStoreClient");
+    // A project of the reader's: ESM, with the workspace's installed packages.
+    const project = join(dir, "client-example");
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
+    symlinkSync(join(ROOT, "e2e", "node_modules"), join(project, "node_modules"), "dir");
+    const file = join(project, "example.ts");
+    writeFileSync(file, snippet!.replaceAll(EXAMPLE_URL, server.url));
+
+    const tsc = join(ROOT, "e2e", "node_modules", "typescript", "bin", "tsc");
+    const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node"];
+    await expect(execFileAsync(process.execPath, [tsc, ...flags, file], { cwd: project })).resolves.toBeDefined();
+
+    const ok = await execFileAsync(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) });
+    expect(ok.stdout).toBe("Fern\n");
+    const refused = await execFileAsync(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
+    expect(refused.stderr).toBe("401 40101 the bearer token is not valid\n");
+  });
+
+  it("the CLI lines print what their comments say, with a token issued as the README shows", { timeout: 60_000 }, async () => {
+    const [block] = codeBlocks(section("The CLI (`@plantstore/cli`, command `plantstore`)"), "sh");
+    // `plantstore` as an installed bin would be, and the token from `tokens create` (its README section).
+    const bin = join(dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "plantstore"), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, "apps/cli/dist/bin.js")}" "$@"\n`);
+    chmodSync(join(bin, "plantstore"), 0o755);
+    const serverBin = join(ROOT, "packages/server/dist/bin.js");
+    const issued = await execFileAsync(process.execPath, [serverBin, "tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write"], {
+      env: cleanEnv({ DATABASE_URL: databaseUrl }),
+    });
+    const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: issued.stdout.trim() };
+    // Ids are each run's own: 16 hex digits stand for any.
+    const anyId = (text: string) => text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>");
+
+    const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
+    expect(commands.length).toBeGreaterThanOrEqual(5);
+    for (const line of commands) {
+      const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
+      const { stdout } = await bash(command, env);
+      if (comment === undefined) continue;
+      // A comment shows the first line printed; after three spaces or " / " it explains the rest.
+      const [shown] = comment.split(/ {3}| \/ /) as [string];
+      expect(anyId(stdout.split("\n")[0]!), line).toBe(anyId(shown));
+    }
+  });
+});

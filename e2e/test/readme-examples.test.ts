@@ -1,11 +1,10 @@
-import { execFile } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
+import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
 import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, ROOT } from "./workspace.ts";
+import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
 /**
  * The README's "Using it" examples, run as a reader would paste them: the curl lines through bash,
@@ -18,7 +17,6 @@ const README = readFileSync(join(ROOT, "README.md"), "utf8");
 /** Where the examples point; the tests point them at a real server instead. */
 const EXAMPLE_URL = "http://127.0.0.1:3000";
 const TOKEN = "readme-token";
-const execFileAsync = promisify(execFile);
 
 /** The text under a `###` heading, up to the next heading. */
 function section(title: string): string {
@@ -54,24 +52,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function bash(script: string, env: Record<string, string> = {}) {
-  return execFileAsync("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, server.url)], { env: cleanEnv(env) });
-}
-
-async function create(id: number, name: string, tag: string): Promise<void> {
-  const answer = await fetch(`${server.url}/plants`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ id, name, tag }),
-  });
-  expect(answer.status).toBe(200);
+/** An example pasted into bash, pointed at the test's server; its stdout. */
+function bash(script: string, env: Record<string, string> = {}): Promise<string> {
+  return runOk("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, server.url)], { cwd: dir, env: cleanEnv(env) });
 }
 
 describe("README: Using it", () => {
   it("curl: creating a plant prints what the README shows", async () => {
     const [createBlock] = codeBlocks(section("curl"), "sh");
     expect(createBlock).toContain("curl");
-    const { stdout } = await bash(createBlock!, { PLANTSTORE_TOKEN: TOKEN });
+    const stdout = await bash(createBlock!, { PLANTSTORE_TOKEN: TOKEN });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
   });
 
@@ -79,13 +69,13 @@ describe("README: Using it", () => {
     const listBlock = codeBlocks(section("curl"), "sh").find((block) => block.includes("DELETE"));
     expect(listBlock).toBeDefined();
     // The plants the example's page shows; the earlier example's fern (id 2^63 - 1) makes a next page.
-    await create(7, "Fern", "fern");
-    await create(9, "Maidenhair", "fern");
-    const { stdout } = await bash(listBlock!, { PLANTSTORE_TOKEN: TOKEN });
-    const lines = stdout.split(/\r?\n/);
+    const store = createPlantStoreClient({ baseUrl: server.url, token: TOKEN });
+    await store.createPlant({ id: 7n, name: "Fern", tag: "fern" });
+    await store.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
+    const lines = (await bash(listBlock!, { PLANTSTORE_TOKEN: TOKEN })).split(/\r?\n/);
     for (const expected of printedLines(listBlock!)) expect(lines).toContain(expected);
-    const again = await fetch(`${server.url}/plants/7`, { method: "DELETE", headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(again.status, "the example's DELETE left plant 7 in place").toBe(404);
+    // The example's DELETE took plant 7 away: deleting it again is a 404.
+    await expect(store.deletePlant(7n)).rejects.toSatisfy((error) => error instanceof PlantStoreError && error.status === 404);
   });
 
   it("the client snippet type-checks, runs, and reports errors with the fields it names", { timeout: 60_000 }, async () => {
@@ -101,12 +91,11 @@ describe("README: Using it", () => {
 
     const tsc = join(ROOT, "e2e", "node_modules", "typescript", "bin", "tsc");
     const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node"];
-    await expect(execFileAsync(process.execPath, [tsc, ...flags, file], { cwd: project })).resolves.toBeDefined();
+    await runOk(process.execPath, [tsc, ...flags, file], { cwd: project });
 
-    const ok = await execFileAsync(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) });
-    expect(ok.stdout).toBe("Fern\n");
-    const refused = await execFileAsync(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
-    expect(refused.stderr).toBe("401 40101 the bearer token is not valid\n");
+    expect(await runOk(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) })).toBe("Fern\n");
+    const refused = await run(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
+    expect(refused).toMatchObject({ code: 0, stderr: "401 40101 the bearer token is not valid\n" });
   });
 
   it("the CLI lines print what their comments say, with a token issued as the README shows", { timeout: 60_000 }, async () => {
@@ -117,10 +106,11 @@ describe("README: Using it", () => {
     writeFileSync(join(bin, "plantstore"), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, "apps/cli/dist/bin.js")}" "$@"\n`);
     chmodSync(join(bin, "plantstore"), 0o755);
     const serverBin = join(ROOT, "packages/server/dist/bin.js");
-    const issued = await execFileAsync(process.execPath, [serverBin, "tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write"], {
+    const issued = await runOk(process.execPath, [serverBin, "tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write"], {
+      cwd: dir,
       env: cleanEnv({ DATABASE_URL: databaseUrl }),
     });
-    const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: issued.stdout.trim() };
+    const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: issued.trim() };
     // Ids are each run's own: 16 hex digits stand for any.
     const anyId = (text: string) => text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>");
 
@@ -128,7 +118,7 @@ describe("README: Using it", () => {
     expect(commands.length).toBeGreaterThanOrEqual(5);
     for (const line of commands) {
       const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
-      const { stdout } = await bash(command, env);
+      const stdout = await bash(command, env);
       if (comment === undefined) continue;
       // A comment shows the first line printed; after three spaces or " / " it explains the rest.
       const [shown] = comment.split(/ {3}| \/ /) as [string];

@@ -93,7 +93,7 @@ describe("README.md: one request", () => {
   const store = useStore();
 
   it("curl: creating a plant prints what the README shows", async () => {
-    const [createBlock] = codeBlocks(section(readme("README.md"), "curl"), "sh");
+    const [createBlock] = codeBlocks(section(readme("README.md"), "One request"), "sh");
     expect(createBlock).toContain("curl");
     const stdout = await bash(createBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));

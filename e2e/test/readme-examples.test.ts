@@ -7,26 +7,40 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
 /**
- * The README's "Using it" examples, run as a reader would paste them: the curl lines through bash,
- * the client snippet type-checked and run with Node, the CLI lines through a `plantstore` on PATH.
- * What each example says it prints (its `# …` comments) is what it must print, so the first page a
- * user reads cannot drift from what the software does.
+ * The READMEs' examples, run as a reader would paste them: the curl lines through bash, the client
+ * snippets type-checked and run with Node, the CLI lines through a `plantstore` on PATH. What each
+ * example says it prints (its `# …` or `// …` comments) is what it must print, so the pages a user
+ * reads cannot drift from what the software does. Each README gets a store of its own, so its
+ * examples start from what its reader would have.
  */
 
-const README = readFileSync(join(ROOT, "README.md"), "utf8");
 /** Where the examples point; the tests point them at a real server instead. */
 const EXAMPLE_URL = "http://127.0.0.1:3000";
 const TOKEN = "readme-token";
 
-/** The text under a `###` heading, up to the next heading. */
-function section(title: string): string {
-  const start = README.indexOf(`\n### ${title}\n`);
-  if (start < 0) throw new Error(`README has no "### ${title}" section`);
-  const next = README.slice(start + 1).search(/\n#{2,3} /);
-  return next < 0 ? README.slice(start) : README.slice(start, start + 1 + next);
+const readme = (path: string) => readFileSync(join(ROOT, path), "utf8");
+
+/**
+ * The text under a heading (any level, given without its `#`s), up to the next heading of the same
+ * or a higher level. Lines in code blocks are not headings: a `# …` there is a shell comment.
+ */
+function section(markdown: string, title: string): string {
+  const lines = markdown.split("\n");
+  let inCode = false;
+  let start = -1;
+  let level = 0;
+  for (const [index, line] of lines.entries()) {
+    if (line.startsWith("```")) inCode = !inCode;
+    const heading = inCode ? null : /^(#{1,6}) (.*)$/.exec(line);
+    if (heading === null) continue;
+    if (start >= 0 && heading[1]!.length <= level) return lines.slice(start, index).join("\n");
+    if (start < 0 && heading[2] === title) [start, level] = [index + 1, heading[1]!.length];
+  }
+  if (start < 0) throw new Error(`no "${title}" heading`);
+  return lines.slice(start).join("\n");
 }
 
-/** The fenced code blocks of one language in a piece of Markdown. */
+/** The fenced code blocks of one language (`""`: blocks without one) in a piece of Markdown. */
 function codeBlocks(markdown: string, language: string): string[] {
   return [...markdown.matchAll(new RegExp(`^\`\`\`${language}\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].map((m) => m[1]!);
 }
@@ -38,91 +52,191 @@ const printedLines = (block: string) =>
     .filter((line) => line.startsWith("# "))
     .map((line) => line.slice(2));
 
-const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
-const databaseUrl = `sqlite:${join(dir, "store.db")}`;
-let server: RunningServer;
+/** Ids and times are each run's own: 16 hex digits stand for any id, an RFC 3339 UTC time for any time. */
+const anyIdOrTime = (text: string) =>
+  text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>").replaceAll(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>");
 
-beforeAll(async () => {
-  server = await startServer({
-    config: { ...loadConfig({}), port: 0, host: "127.0.0.1", databaseUrl, tokens: [TOKEN], logLevel: "silent" },
+/** A fresh store on a temporary SQLite file for one README's examples, and a folder to run them in. */
+function useStore() {
+  const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
+  const store = { dir, databaseUrl: `sqlite:${join(dir, "store.db")}`, server: undefined as unknown as RunningServer };
+  beforeAll(async () => {
+    store.server = await startServer({
+      config: { ...loadConfig({}), port: 0, host: "127.0.0.1", databaseUrl: store.databaseUrl, tokens: [TOKEN], logLevel: "silent" },
+    });
   });
-});
-afterAll(async () => {
-  await server?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** An example pasted into bash, pointed at the test's server; its stdout. */
-function bash(script: string, env: Record<string, string> = {}): Promise<string> {
-  return runOk("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, server.url)], { cwd: dir, env: cleanEnv(env) });
+  afterAll(async () => {
+    await store.server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return store;
 }
 
-describe("README: Using it", () => {
+/** An example pasted into bash in `dir`, pointed at `url`; its stdout. */
+function bash(script: string, options: { dir: string; url: string; env?: Record<string, string> }): Promise<string> {
+  return runOk("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, options.url)], {
+    cwd: options.dir,
+    env: cleanEnv(options.env),
+  });
+}
+
+/** A command on PATH as an installed bin would be: `name` running one of our built bins. */
+function installBin(dir: string, name: string, script: string): string {
+  const bin = join(dir, "bin");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, script)}" "$@"\n`);
+  chmodSync(join(bin, name), 0o755);
+  return bin;
+}
+
+describe("README.md: one request", () => {
+  const store = useStore();
+
   it("curl: creating a plant prints what the README shows", async () => {
-    const [createBlock] = codeBlocks(section("curl"), "sh");
+    const [createBlock] = codeBlocks(section(readme("README.md"), "One request"), "sh");
     expect(createBlock).toContain("curl");
-    const stdout = await bash(createBlock!, { PLANTSTORE_TOKEN: TOKEN });
+    const stdout = await bash(createBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
   });
+});
+
+describe("packages/server/README.md", () => {
+  const store = useStore();
+  const markdown = readme("packages/server/README.md");
 
   it("curl: listing shows the README's page and Link, and the delete it shows deletes", async () => {
-    const listBlock = codeBlocks(section("curl"), "sh").find((block) => block.includes("DELETE"));
-    expect(listBlock).toBeDefined();
-    // The plants the example's page shows; the earlier example's fern (id 2^63 - 1) makes a next page.
-    const store = createPlantStoreClient({ baseUrl: server.url, token: TOKEN });
-    await store.createPlant({ id: 7n, name: "Fern", tag: "fern" });
-    await store.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
-    const lines = (await bash(listBlock!, { PLANTSTORE_TOKEN: TOKEN })).split(/\r?\n/);
+    const [listBlock] = codeBlocks(section(markdown, "Listing and deleting"), "sh");
+    expect(listBlock).toContain("DELETE");
+    // The plants the example's page shows, and one more fern after them, which makes a next page.
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN });
+    await client.createPlant({ id: 7n, name: "Fern", tag: "fern" });
+    await client.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
+    await client.createPlant({ id: 9223372036854775807n, name: "Fern", tag: "fern" });
+    const lines = (await bash(listBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } })).split(/\r?\n/);
     for (const expected of printedLines(listBlock!)) expect(lines).toContain(expected);
     // The example's DELETE took plant 7 away: deleting it again is a 404.
-    await expect(store.deletePlant(7n)).rejects.toSatisfy((error) => error instanceof PlantStoreError && error.status === 404);
+    await expect(client.deletePlant(7n)).rejects.toSatisfy((error) => error instanceof PlantStoreError && error.status === 404);
   });
 
-  it("the client snippet type-checks, runs, and reports errors with the fields it names", { timeout: 60_000 }, async () => {
-    const [snippet] = codeBlocks(section("The typed client (`@plantstore/client`)"), "ts");
-    expect(snippet).toContain("createPlantStoreClient");
-    // A project of the reader's: ESM, with the workspace's installed packages.
-    const project = join(dir, "client-example");
+  it("the webhook subscriber commands run as shown, on the server's database", { timeout: 60_000 }, async () => {
+    const [block] = codeBlocks(section(markdown, "Webhook subscribers"), "sh");
+    const bin = installBin(store.dir, "plantstore-server", "packages/server/dist/bin.js");
+    const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, DATABASE_URL: store.databaseUrl };
+    const commands = block!.split("\n").filter((line) => line.startsWith("plantstore-server "));
+    expect(commands.map((line) => line.split(/\s+/)[2])).toEqual(["add", "list", "deliveries", "replay", "remove"]);
+
+    // `add` prints the subscriber's id and the secret; the later lines name them as placeholders.
+    const added = await bash(commands[0]!, { dir: store.dir, url: store.server.url, env });
+    const subscriber = /^added (whk_\S+) /.exec(added)?.[1];
+    expect(added).toMatch(/^secret: whsec_\S+$/m);
+    expect(subscriber).toBeDefined();
+    expect(await bash(commands[1]!, { dir: store.dir, url: store.server.url, env })).toContain(subscriber);
+    // A new plant makes a delivery (to a receiver that does not exist) for `deliveries` and `replay` to show.
+    await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN }).createPlant({ id: 100n, name: "Ivy" });
+    await bash(commands[2]!, { dir: store.dir, url: store.server.url, env });
+    const [delivery] = JSON.parse(await bash("plantstore-server webhooks deliveries --json", { dir: store.dir, url: store.server.url, env })) as { id: number }[];
+    expect(delivery).toBeDefined();
+    const replayed = await bash(commands[3]!.replace(/ 42\b/, ` ${delivery!.id}`), { dir: store.dir, url: store.server.url, env });
+    expect(replayed.trim()).toBe(`delivery ${delivery!.id} queued again`);
+    const removed = await bash(commands[4]!.replace(/whk_…/, subscriber!), { dir: store.dir, url: store.server.url, env });
+    expect(removed.trim()).toBe(`removed ${subscriber}`);
+  });
+});
+
+describe("packages/client/README.md", () => {
+  const store = useStore();
+  const markdown = readme("packages/client/README.md");
+  const project = join(store.dir, "client-examples");
+
+  const [first] = codeBlocks(markdown, "ts");
+  const errors = codeBlocks(section(markdown, "Errors"), "ts").find((block) => block.includes("PlantStoreRateLimitError"));
+  const [paging] = codeBlocks(section(markdown, "`client.listPlants({ limit, after, tag }?, { signal }?)`"), "ts");
+  const [iterating] = codeBlocks(section(markdown, "`client.iteratePlants({ limit, after, tag }?, { signal }?)`"), "ts");
+  // The later snippets continue the first one: `store` is its client.
+  const setup = `import { createPlantStoreClient } from "@plantstore/client";\nconst store = createPlantStoreClient({ baseUrl: ${JSON.stringify(EXAMPLE_URL)}, token: ${JSON.stringify(TOKEN)} });\n`;
+
+  // A project of the reader's: ESM, with the workspace's installed packages; every snippet type-checked there at once.
+  beforeAll(async () => {
+    const files: Record<string, string> = {
+      "first.ts": first!.replaceAll("https://plants.example.com", EXAMPLE_URL).replaceAll('"my-token"', JSON.stringify(TOKEN)),
+      "errors.ts": errors!,
+      // Pages of 2, so the loop follows `next` more than once.
+      "paging.ts": setup + paging!.replace("limit: 50", "limit: 2"),
+      "iterating.ts": setup + iterating!,
+    };
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
     symlinkSync(join(ROOT, "e2e", "node_modules"), join(project, "node_modules"), "dir");
-    const file = join(project, "example.ts");
-    writeFileSync(file, snippet!.replaceAll(EXAMPLE_URL, server.url));
-
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(project, file), text.replaceAll(EXAMPLE_URL, store.server.url));
     const tsc = join(ROOT, "e2e", "node_modules", "typescript", "bin", "tsc");
     const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node"];
-    await runOk(process.execPath, [tsc, ...flags, file], { cwd: project });
+    await runOk(process.execPath, [tsc, ...flags, ...Object.keys(files)], { cwd: project });
+  }, 120_000);
 
-    expect(await runOk(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) })).toBe("Fern\n");
-    const refused = await run(process.execPath, [file], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
+  it("has the snippets this test runs", () => {
+    expect(first).toContain("createPlantStoreClient");
+    expect(errors).toBeDefined();
+    expect(paging).toContain("page.next");
+    expect(iterating).toContain("iteratePlants");
+  });
+
+  it("the first snippet type-checks, runs, and prints what its comment says", async () => {
+    const shown = /console\.log\(plant\); \/\/ (.*)$/m.exec(first!)?.[1];
+    expect(shown).toBeDefined();
+    // Node prints strings with single quotes where the comment writes JSON-like double ones.
+    const stdout = await runOk(process.execPath, ["first.ts"], { cwd: project, env: cleanEnv() });
+    expect(stdout.trim().replaceAll("'", '"')).toBe(shown);
+  });
+
+  it("the errors snippet type-checks, runs, and reports errors with the fields it names", async () => {
+    expect(await runOk(process.execPath, ["errors.ts"], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) })).toBe("Fern\n");
+    const refused = await run(process.execPath, ["errors.ts"], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
     expect(refused).toMatchObject({ code: 0, stderr: "401 40101 the bearer token is not valid\n" });
   });
 
-  it("the CLI lines print what their comments say, with a token issued as the README shows", { timeout: 60_000 }, async () => {
-    const [block] = codeBlocks(section("The CLI (`@plantstore/cli`, command `plantstore`)"), "sh");
-    // `plantstore` as an installed bin would be, and the token from `tokens create` (its README section).
-    const bin = join(dir, "bin");
-    mkdirSync(bin);
-    writeFileSync(join(bin, "plantstore"), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, "apps/cli/dist/bin.js")}" "$@"\n`);
-    chmodSync(join(bin, "plantstore"), 0o755);
-    const serverBin = join(ROOT, "packages/server/dist/bin.js");
-    const issued = await runOk(process.execPath, [serverBin, "tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write"], {
-      cwd: dir,
-      env: cleanEnv({ DATABASE_URL: databaseUrl }),
-    });
-    const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: issued.trim() };
-    // Ids are each run's own: 16 hex digits stand for any.
-    const anyId = (text: string) => text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>");
+  it("the paging snippets walk every fern, page by page and as one iteration", async () => {
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN });
+    for (const id of [20n, 21n, 22n]) await client.createPlant({ id, name: `Fern ${id}`, tag: "fern" });
+    await client.createPlant({ id: 23n, name: "Moss", tag: "moss" });
+    const ferns = (await client.listPlants({ tag: "fern", limit: 1000 })).plants.map((plant) => `${plant.id}n ${plant.name}`);
+    expect(ferns.length).toBeGreaterThanOrEqual(3);
+    for (const file of ["paging.ts", "iterating.ts"]) {
+      const stdout = await runOk(process.execPath, [file], { cwd: project, env: cleanEnv() });
+      expect(stdout.trim().split("\n"), file).toEqual(ferns);
+    }
+  });
+});
 
+describe("apps/cli/README.md", () => {
+  const store = useStore();
+  const markdown = readme("apps/cli/README.md");
+
+  /** `plantstore` on PATH, with a token issued by `tokens create` as the server's README shows. */
+  async function cliEnv(): Promise<Record<string, string>> {
+    const bin = installBin(store.dir, "plantstore", "apps/cli/dist/bin.js");
+    const serverBin = join(ROOT, "packages/server/dist/bin.js");
+    const args = ["tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write", "--expires-in", "30d"];
+    const issued = await runOk(process.execPath, [serverBin, ...args], { cwd: store.dir, env: cleanEnv({ DATABASE_URL: store.databaseUrl }) });
+    return { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: store.server.url, PLANTSTORE_TOKEN: issued.trim() };
+  }
+
+  it("the CLI lines print what their comments say, and whoami what its section shows", { timeout: 60_000 }, async () => {
+    const env = await cliEnv();
+    const [block] = codeBlocks(markdown, "sh");
     const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
     expect(commands.length).toBeGreaterThanOrEqual(5);
     for (const line of commands) {
       const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
-      const stdout = await bash(command, env);
+      const stdout = await bash(command, { dir: store.dir, url: store.server.url, env });
       if (comment === undefined) continue;
       // A comment shows the first line printed; after three spaces or " / " it explains the rest.
       const [shown] = comment.split(/ {3}| \/ /) as [string];
-      expect(anyId(stdout.split("\n")[0]!), line).toBe(anyId(shown));
+      expect(anyIdOrTime(stdout.split("\n")[0]!), line).toBe(anyIdOrTime(shown));
     }
+
+    const [whoami] = codeBlocks(section(markdown, "`plantstore whoami`"), "");
+    expect(whoami).toBeDefined();
+    const stdout = await bash("plantstore whoami", { dir: store.dir, url: store.server.url, env });
+    expect(anyIdOrTime(stdout)).toBe(anyIdOrTime(whoami!));
   });
 });

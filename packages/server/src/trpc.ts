@@ -3,8 +3,7 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
-import { ApiError } from "./http/api-error.ts";
-import { toTRPCError } from "./http/trpc-errors.ts";
+import { ApiError, toTRPCError } from "./errors.ts";
 
 /**
  * Built from plain inputs (the principal and the store), not from Koa's ctx, so tests and other

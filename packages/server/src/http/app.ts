@@ -9,12 +9,11 @@ import { clientAddressOf } from "./client-address.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
-import { ApiError } from "./api-error.ts";
 import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable } from "./routes.ts";
-import { toApiError } from "./trpc-errors.ts";
+import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
 

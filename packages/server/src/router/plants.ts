@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { LIST_LIMIT_DEFAULT, ListPlantsQuery, NewPlant, Plant, PlantIdPath, type PlantList } from "@plantstore/schema";
-import { ApiError } from "../http/api-error.ts";
-import { toTRPCError } from "../http/trpc-errors.ts";
+import { ApiError, toTRPCError } from "../errors.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 /**

@@ -28,7 +28,12 @@ export type OperationDocs = {
 };
 
 /** Failures of the bearer token and its rate limit, possible on every protected operation. */
-export const AUTH_ERRORS = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE", "RATE_LIMITED"] as const satisfies readonly ErrorCodeName[];
+export const AUTH_ERRORS = [
+  "MISSING_TOKEN",
+  "INVALID_TOKEN",
+  "INSUFFICIENT_SCOPE",
+  "RATE_LIMITED",
+] as const satisfies readonly ErrorCodeName[];
 /** Failures of the server itself, possible on every operation. */
 export const SERVER_ERRORS = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"] as const satisfies readonly ErrorCodeName[];
 

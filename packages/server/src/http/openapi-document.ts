@@ -111,6 +111,8 @@ function newPlantAsAllOf(flat: Json, plant: Json): Json {
   };
 }
 
+type DocumentOptions = { bodyLimitBytes: number };
+
 const SCHEMA_REF = "#/components/schemas/";
 
 /** A zod schema as the document shows it: named schemas (meta `id`) by `$ref`, their bodies added to `pool`. */
@@ -158,7 +160,13 @@ function referencedComponents(paths: unknown, known: Json, pool: Map<string, Jso
  * operation-docs.ts): parameter schemas, the body, the success answer and its headers, the
  * catalogued error responses and the scopes. Nothing here is specific to one operation.
  */
-function completeOperation(operation: Json, meta: Meta, procedure: OpenApiProcedure, options: DocumentOptions, pool: Map<string, Json>): void {
+function completeOperation(
+  operation: Json,
+  meta: Meta,
+  procedure: OpenApiProcedure,
+  options: DocumentOptions,
+  pool: Map<string, Json>,
+): void {
   const { inputParser, outputParser } = getInputOutputParsers(procedure);
 
   const parameters = (operation["parameters"] ?? []) as Json[];
@@ -166,7 +174,10 @@ function completeOperation(operation: Json, meta: Meta, procedure: OpenApiProced
     delete operation["parameters"];
   } else {
     const schemas = meta.parameterSchemas ?? {};
-    operation["parameters"] = parameters.map((parameter) => ({ ...parameter, schema: schemas[parameter["name"] as string] ?? parameter["schema"] }));
+    operation["parameters"] = parameters.map((parameter) => ({
+      ...parameter,
+      schema: schemas[parameter["name"] as string] ?? parameter["schema"],
+    }));
   }
 
   const body = operation["requestBody"] as Json | undefined;
@@ -204,8 +215,6 @@ function completeOperation(operation: Json, meta: Meta, procedure: OpenApiProced
   // OpenAPI 3.1 lets a non-OAuth requirement list "role names": here, the scopes needed.
   operation["security"] = meta.openapi?.protect === false ? [] : [{ bearerAuth: [...(meta.scopes ?? [])] }];
 }
-
-type DocumentOptions = { bodyLimitBytes: number };
 
 /**
  * The served OpenAPI 3.1.0 document. Paths and operations come from the tRPC router through

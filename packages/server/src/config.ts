@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { trustedProxyProblem } from "./http/client-address.ts";
+import { trustedProxyProblem } from "./trusted-proxies.ts";
 import type { RateLimitPolicy } from "./rate-limit/rate-limits.ts";
 
 /** `<requests>/<seconds>s` (e.g. `6000/60s`), or `off`. */
@@ -13,7 +13,7 @@ function rateLimitPolicy(name: string, text: string): RateLimitPolicy | null {
   return { name, points: Number(points), windowSec: Number(window) };
 }
 
-/** Comma-separated IPs, CIDRs and keywords (see http/client-address.ts); each one is checked. */
+/** Comma-separated IPs, CIDRs and keywords (see trusted-proxies.ts); each one is checked. */
 const TrustedProxies = z
   .string()
   .optional()

@@ -3,8 +3,8 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
-import { ApiError } from "./http/api-error.ts";
-import { toTRPCError } from "./http/trpc-errors.ts";
+import type { OperationDocs } from "./operation-docs.ts";
+import { ApiError, toTRPCError } from "./errors.ts";
 
 /**
  * Built from plain inputs (the principal and the store), not from Koa's ctx, so tests and other
@@ -17,7 +17,8 @@ export type Context = {
   responseHeaders: Map<string, string>;
 };
 
-export type Meta = OpenApiMeta<{ scopes?: readonly Scope[] }>;
+/** Everything about an operation sits here: its route, the scopes it needs, and how the document describes it. */
+export type Meta = OpenApiMeta<{ scopes?: readonly Scope[] } & OperationDocs>;
 
 const t = initTRPC.meta<Meta>().context<Context>().create();
 

@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
-import { ApiError } from "../http/api-error.ts";
+import { ApiError } from "../errors.ts";
 import type { Authenticator, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
 

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
-import { ApiError } from "../http/api-error.ts";
+import { ApiError } from "../errors.ts";
 import type { TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
 import type { Authenticator, Principal } from "./principal.ts";

@@ -9,12 +9,11 @@ import { clientAddressOf } from "./client-address.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
-import { ApiError } from "./api-error.ts";
-import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
+import { plainPaths } from "./plain-paths.ts";
 import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable } from "./routes.ts";
-import { toApiError } from "./trpc-errors.ts";
+import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
 
@@ -50,18 +49,20 @@ function sendError(ctx: Koa.Context, error: ApiError): void {
  */
 export function createApp(options: AppOptions): Koa {
   const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess, rateLimits } = options;
-  const routes = new RouteTable(router);
-  const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
-  routes.addPlainPath("/openapi.json", ["GET", "HEAD"]);
-  const docsPage = createDocsPage();
-  for (const path of DOCS_PATHS) routes.addPlainPath(path, ["GET", "HEAD"]);
-  routes.addPlainPath("/healthz", ["GET", "HEAD"]);
-  routes.addPlainPath("/readyz", ["GET", "HEAD"]);
-  if (metricsAccess !== "off") routes.addPlainPath("/metrics", ["GET", "HEAD"]);
-
   // The client address comes from clientAddress, never from ctx.ip: Koa's proxy mode would believe
   // the left-most X-Forwarded-For entry, which the client writes, from any peer.
   const clientAddress = clientAddressOf(options.trustedProxies ?? []);
+  const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
+  const routes = new RouteTable(
+    router,
+    plainPaths({
+      openApiJson,
+      store,
+      metrics,
+      metricsAccess,
+      authenticate: (ctx) => authenticateRequest(ctx, authenticator, rateLimits, clientAddress),
+    }),
+  );
   const app = new Koa();
   app.proxy = false;
 
@@ -99,54 +100,18 @@ export function createApp(options: AppOptions): Koa {
 
   app.use(async (ctx) => {
     const method = ctx.method === "HEAD" ? "GET" : ctx.method;
-    if (method === "GET" && ctx.path === "/openapi.json") {
-      (ctx.state as RequestState).route = "/openapi.json";
-      ctx.type = "application/json";
-      ctx.body = openApiJson;
-      return;
-    }
-    const state = ctx.state as RequestState;
-    if (method === "GET" && docsPage.has(ctx.path)) {
-      state.route = ctx.path;
-      docsPage.serve(ctx);
-      return;
-    }
-    if (method === "GET" && ctx.path === "/healthz") {
-      state.route = "/healthz";
-      ctx.type = "application/json";
-      ctx.body = '{"status":"ok"}';
-      return;
-    }
-    if (method === "GET" && ctx.path === "/readyz") {
-      state.route = "/readyz";
-      let migrations;
-      try {
-        await store.ping();
-        migrations = await store.migrations?.();
-      } catch (error) {
-        throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
-      }
-      if (migrations !== undefined && migrations.applied < migrations.known) {
-        throw new ApiError("UNAVAILABLE", `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`);
-      }
-      ctx.type = "application/json";
-      ctx.body = JSON.stringify({ status: "ready", ...(migrations === undefined ? {} : { migrations }) });
-      return;
-    }
-    if (method === "GET" && ctx.path === "/metrics" && metricsAccess !== "off") {
-      state.route = "/metrics";
-      if (metricsAccess === "token") await authenticateRequest(ctx, authenticator, rateLimits, clientAddress);
-      ctx.type = metrics.registry.contentType;
-      ctx.body = await metrics.registry.metrics();
-      return;
-    }
-
     const matched = routes.match(method, ctx.path);
     if (matched === undefined) throw new ApiError("NOT_FOUND", `no operation at ${ctx.path}`);
     if ("allow" in matched) {
       throw new ApiError("METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
         headers: { Allow: matched.allow.join(", ") },
       });
+    }
+    const state = ctx.state as RequestState;
+    if ("plain" in matched) {
+      state.route = matched.plain.path;
+      await matched.plain.handler(ctx);
+      return;
     }
     const { route, params } = matched;
     state.route = route.template;

@@ -3,7 +3,7 @@ import { INVALID_TOKEN_CHALLENGE, REALM_CHALLENGE } from "../auth/challenge.ts";
 import { readBearer } from "../auth/bearer.ts";
 import type { Authenticator, Principal } from "../auth/principal.ts";
 import type { RateLimits } from "../rate-limit/rate-limits.ts";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../errors.ts";
 import type { ClientAddress } from "./client-address.ts";
 
 const tooManyRequests = (headers: Record<string, string>) =>

@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../errors.ts";
 
 function apiErrorFor(code: string | undefined): ApiError {
   switch (code) {

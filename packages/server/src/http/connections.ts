@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Server as NetServer, type Socket } from "node:net";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../errors.ts";
 import { rawErrorResponse } from "./client-error.ts";
 
 export type ConnectionGuard = {

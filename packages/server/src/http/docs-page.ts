@@ -94,11 +94,9 @@ function loadAssets(): Map<string, Asset> {
  * Serves the docs page and its assets from memory (read and gzipped on first use, so a server that
  * never shows its docs pays nothing), revalidated by ETag.
  */
-export function createDocsPage(): { has(path: string): boolean; serve(ctx: Koa.Context): void } {
+export function createDocsPage(): { serve(ctx: Koa.Context): void } {
   let assets: Map<string, Asset> | undefined;
-  const paths = new Set<string>(DOCS_PATHS);
   return {
-    has: (path) => paths.has(path),
     serve(ctx) {
       assets ??= loadAssets();
       const found = assets.get(ctx.path);

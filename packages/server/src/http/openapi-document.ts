@@ -1,55 +1,22 @@
+import { ErrorBody, ErrorCodes, NewPlant, Plant, type ErrorCodeName } from "@plantstore/schema";
 import {
-  ErrorBody,
-  ErrorCodes,
-  LIST_LIMIT_DEFAULT,
-  LIST_LIMIT_MAX,
-  NewPlant,
-  Plant,
-  type ErrorCodeName,
-} from "@plantstore/schema";
-import { forEachOpenApiProcedure, generateOpenApiDocument, normalizePath, type OpenAPIObject } from "trpc-to-openapi";
-import { createDocument } from "zod-openapi";
+  forEachOpenApiProcedure,
+  generateOpenApiDocument,
+  getInputOutputParsers,
+  instanceofZodTypeKind,
+  normalizePath,
+  type OpenAPIObject,
+  type OpenApiProcedure,
+} from "trpc-to-openapi";
+import type { ZodType } from "zod";
+import { createDocument, createSchema } from "zod-openapi";
+import { header, RATE_LIMIT_HEADERS } from "../operation-docs.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Meta } from "../trpc.ts";
 
 type Json = Record<string, unknown>;
 
 const errorRef = { $ref: "#/components/schemas/Error" };
-
-/** Which catalogued errors each operation can answer, by status; the document lists them all. */
-const AUTH_ERRORS: ErrorCodeName[] = ["MISSING_TOKEN", "INVALID_TOKEN", "INSUFFICIENT_SCOPE", "RATE_LIMITED"];
-const SERVER_ERRORS: ErrorCodeName[] = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"];
-
-/** Which catalogued errors each operation can answer, by status; the document lists them all. */
-const OPERATION_ERRORS: Record<string, ErrorCodeName[]> = {
-  "POST /plants": [
-    "BAD_REQUEST",
-    "MALFORMED_JSON",
-    "BODY_NOT_OBJECT",
-    "EMPTY_BODY",
-    "VALIDATION_FAILED",
-    ...AUTH_ERRORS,
-    "ID_CONFLICT",
-    "BODY_TOO_LARGE",
-    "UNSUPPORTED_MEDIA_TYPE",
-    ...SERVER_ERRORS,
-  ],
-  "GET /plants": ["INVALID_PARAMETER", ...AUTH_ERRORS, ...SERVER_ERRORS],
-  "DELETE /plants/{id}": ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...SERVER_ERRORS],
-  // Needs no scope, so never 403.
-  "GET /whoami": [...AUTH_ERRORS.filter((code) => code !== "INSUFFICIENT_SCOPE"), ...SERVER_ERRORS],
-};
-
-const header = (description: string) => ({ description, schema: { type: "string" } });
-
-/** draft-ietf-httpapi-ratelimit-headers-10 fields, on every answer to a request with an issued token or JWT. */
-const RATE_LIMIT_HEADERS: Json = {
-  "RateLimit-Policy": header(
-    'The per-token quota policy (draft-ietf-httpapi-ratelimit-headers), e.g. `"token";q=6000;w=60`: `q` requests per `w` seconds. ' +
-      'On a 429 for failed authentications the policy is `"auth-failures"`.',
-  ),
-  RateLimit: header('What is left of it, e.g. `"token";r=5999;t=42`: `r` requests remain for `t` more seconds.'),
-};
 
 /** Response headers by error status. */
 const ERROR_HEADERS: Record<number, Json> = {
@@ -76,25 +43,6 @@ const BEARER_DESCRIPTION =
   "`plants:write` creates and deletes them; each operation's `security` names the scopes it needs. " +
   "Requests are limited per token and failed authentications per client address (429 with `Retry-After`).";
 
-const int64Schema = (description: string) => ({ type: "integer", format: "int64", description });
-
-/** Query and path parameters arrive as text; the document states what the text must hold. */
-const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
-  "GET /plants": {
-    limit: {
-      type: "integer",
-      format: "int32",
-      minimum: 1,
-      maximum: LIST_LIMIT_MAX,
-      default: LIST_LIMIT_DEFAULT,
-      description: `Page size: 1 to ${LIST_LIMIT_MAX}, default ${LIST_LIMIT_DEFAULT}.`,
-    },
-    after: int64Schema("Only plants with an id strictly greater than this one: the paging cursor."),
-    tag: { type: "string", minLength: 1, description: "Only plants with exactly this tag." },
-  },
-  "DELETE /plants/{id}": { id: int64Schema("Identification number of the plant") },
-};
-
 const STATUS_SUMMARY: Record<number, string> = {
   400: "Unexpected error",
   401: "Missing or invalid bearer token",
@@ -108,7 +56,7 @@ const STATUS_SUMMARY: Record<number, string> = {
   503: "The database is unreachable, or the server holds as many connections as it accepts",
 };
 
-function errorResponses(codes: ErrorCodeName[]): Json {
+function errorResponses(codes: readonly ErrorCodeName[]): Json {
   const byStatus = new Map<number, ErrorCodeName[]>();
   for (const code of codes) {
     const status = ErrorCodes[code].status;
@@ -163,13 +111,119 @@ function newPlantAsAllOf(flat: Json, plant: Json): Json {
   };
 }
 
+type DocumentOptions = { bodyLimitBytes: number };
+
+const SCHEMA_REF = "#/components/schemas/";
+
+/** A zod schema as the document shows it: named schemas (meta `id`) by `$ref`, their bodies added to `pool`. */
+function render(schema: ZodType, io: "input" | "output", pool: Map<string, Json>): Json {
+  const rendered = createSchema(schema, { io });
+  for (const [name, component] of Object.entries(rendered.components)) if (!pool.has(name)) pool.set(name, component as Json);
+  return rendered.schema as Json;
+}
+
+function schemaRefs(value: unknown, found: Set<string>): Set<string> {
+  if (Array.isArray(value)) {
+    for (const item of value) schemaRefs(item, found);
+  } else if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key === "$ref" && typeof item === "string" && item.startsWith(SCHEMA_REF)) found.add(item.slice(SCHEMA_REF.length));
+      else schemaRefs(item, found);
+    }
+  }
+  return found;
+}
+
+/**
+ * The named schemas an operation refers to that are not among the interface's own components,
+ * taken from `pool` (and what they refer to in turn), so every `$ref` in the document resolves.
+ */
+function referencedComponents(paths: unknown, known: Json, pool: Map<string, Json>): Record<string, Json> {
+  const added: Record<string, Json> = {};
+  let pending = [...schemaRefs(paths, new Set())];
+  while (pending.length > 0) {
+    const next = new Set<string>();
+    for (const name of pending) {
+      if (name in known || name in added) continue;
+      const component = pool.get(name);
+      if (component === undefined) throw new Error(`the document refers to ${SCHEMA_REF}${name}, which no schema defines`);
+      added[name] = component;
+      schemaRefs(component, next);
+    }
+    pending = [...next];
+  }
+  return added;
+}
+
+/**
+ * Completes one operation trpc-to-openapi generated, from its procedure's `meta` (see
+ * operation-docs.ts): parameter schemas, the body, the success answer and its headers, the
+ * catalogued error responses and the scopes. Nothing here is specific to one operation.
+ */
+function completeOperation(
+  operation: Json,
+  meta: Meta,
+  procedure: OpenApiProcedure,
+  options: DocumentOptions,
+  pool: Map<string, Json>,
+): void {
+  const { inputParser, outputParser } = getInputOutputParsers(procedure);
+
+  const parameters = (operation["parameters"] ?? []) as Json[];
+  if (parameters.length === 0) {
+    delete operation["parameters"];
+  } else {
+    const schemas = meta.parameterSchemas ?? {};
+    operation["parameters"] = parameters.map((parameter) => ({
+      ...parameter,
+      schema: schemas[parameter["name"] as string] ?? parameter["schema"],
+    }));
+  }
+
+  const body = operation["requestBody"] as Json | undefined;
+  if (body !== undefined) {
+    const description = meta.requestBodyDescription?.({ bodyLimitBytes: options.bodyLimitBytes });
+    // Without path parameters the body is the whole input, so a named input schema is shown by
+    // `$ref` (the interface's NewPlant); otherwise trpc-to-openapi's body, which leaves them out.
+    const schema = parameters.length === 0 ? render(inputParser, "input", pool) : undefined;
+    operation["requestBody"] = {
+      required: body["required"],
+      ...(description === undefined ? {} : { description }),
+      content: schema === undefined ? body["content"] : { "application/json": { schema } },
+    };
+  }
+
+  const generatedSuccess = (operation["responses"] as Record<string, Json>)["200"] ?? {};
+  const description = (generatedSuccess["description"] as string | undefined) ?? "OK";
+  const headers = meta.successHeaders === undefined ? {} : { headers: meta.successHeaders };
+  // The adapter answers 204 when a procedure returns nothing.
+  const success =
+    outputParser !== undefined && instanceofZodTypeKind(outputParser, "void")
+      ? { "204": { description, ...headers } }
+      : {
+          "200": {
+            description,
+            ...headers,
+            content:
+              meta.documentedOutput === undefined
+                ? generatedSuccess["content"]
+                : { "application/json": { schema: render(meta.documentedOutput, "output", pool) } },
+          },
+        };
+  operation["responses"] = { ...success, ...errorResponses(meta.errors) };
+
+  // OpenAPI 3.1 lets a non-OAuth requirement list "role names": here, the scopes needed.
+  operation["security"] = meta.openapi?.protect === false ? [] : [{ bearerAuth: [...(meta.scopes ?? [])] }];
+}
+
 /**
  * The served OpenAPI 3.1.0 document. Paths and operations come from the tRPC router through
- * trpc-to-openapi; component schemas come from the shared zod schemas through zod-openapi; and
- * the parts trpc-to-openapi cannot express (a `$ref`'d request body, our `Error` responses,
- * `NewPlant` as `allOf`) are set here. Built once at start-up.
+ * trpc-to-openapi and are completed from each procedure's `meta`; component schemas come from the
+ * shared zod schemas through zod-openapi; and the parts trpc-to-openapi cannot express (a
+ * `$ref`'d request body, our `Error` responses, `NewPlant` as `allOf`) are set here. Built once
+ * at start-up.
  */
-export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitBytes: number }): OpenAPIObject {
+export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions): OpenAPIObject {
   const generated = generateOpenApiDocument(router, {
     title: "OpenAPI Plant Store",
     version: "1.0.0",
@@ -178,12 +232,6 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
     baseUrl: "/",
     securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
   }) as unknown as Json;
-
-  // The scopes each operation needs, from the procedures' `meta.scopes`.
-  const scopesByOperation = new Map<string, readonly string[]>();
-  forEachOpenApiProcedure(router._def.procedures, ({ meta }) => {
-    scopesByOperation.set(`${meta.openapi.method} ${normalizePath(meta.openapi.path)}`, (meta as Meta).scopes ?? []);
-  });
 
   const components = createDocument({
     openapi: "3.1.0",
@@ -207,67 +255,14 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
   error["properties"] = errorProperties;
 
   const paths = (generated["paths"] ?? {}) as Record<string, Record<string, Json>>;
-  for (const [path, operations] of Object.entries(paths)) {
-    for (const [method, operation] of Object.entries(operations)) {
-      const key = `${method.toUpperCase()} ${path}`;
-      const generatedResponses = operation["responses"] as Record<string, Json>;
-      const successDescription = (generatedResponses["200"]?.["description"] as string | undefined) ?? "OK";
-      const errors = errorResponses(OPERATION_ERRORS[key] ?? ["INTERNAL"]);
-
-      const parameterSchemas = PARAMETER_SCHEMAS[key];
-      if (parameterSchemas !== undefined) {
-        operation["parameters"] = ((operation["parameters"] ?? []) as Json[]).map((parameter) => ({
-          ...parameter,
-          schema: parameterSchemas[parameter["name"] as string] ?? parameter["schema"],
-        }));
-      } else if (Array.isArray(operation["parameters"]) && operation["parameters"].length === 0) {
-        delete operation["parameters"];
-      }
-
-      if (key === "POST /plants") {
-        operation["requestBody"] = {
-          required: true,
-          description: `A NewPlant as JSON (at most ${options.bodyLimitBytes} bytes). Unknown fields are ignored.`,
-          content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
-        };
-        operation["responses"] = {
-          "200": {
-            description: successDescription,
-            headers: RATE_LIMIT_HEADERS,
-            content: { "application/json": { schema: { $ref: "#/components/schemas/Plant" } } },
-          },
-          ...errors,
-        };
-      } else if (key === "GET /plants") {
-        operation["responses"] = {
-          "200": {
-            description: successDescription,
-            headers: {
-              Link: {
-                description: 'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow.',
-                schema: { type: "string" },
-              },
-              ...RATE_LIMIT_HEADERS,
-            },
-            content: {
-              "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/NewPlant" } } },
-            },
-          },
-          ...errors,
-        };
-      } else if (key === "DELETE /plants/{id}") {
-        operation["responses"] = { "204": { description: successDescription, headers: RATE_LIMIT_HEADERS }, ...errors };
-      } else if (key === "GET /whoami") {
-        operation["responses"] = { "200": { ...generatedResponses["200"], headers: RATE_LIMIT_HEADERS }, ...errors };
-      } else {
-        operation["responses"] = { ...generatedResponses, ...errors };
-      }
-      // OpenAPI 3.1 lets a non-OAuth requirement list "role names": here, the scopes needed.
-      const scopes = scopesByOperation.get(key);
-      if (scopes === undefined) delete operation["security"];
-      else operation["security"] = [{ bearerAuth: [...scopes] }];
-    }
-  }
+  // Named schemas the operations may refer to: trpc-to-openapi's, and those rendered from meta.
+  const pool = new Map(Object.entries(((generated["components"] as Json | undefined)?.["schemas"] ?? {}) as Record<string, Json>));
+  forEachOpenApiProcedure<Meta>(router._def.procedures, ({ procedure, meta }) => {
+    const operation = paths[normalizePath(meta.openapi.path)]?.[meta.openapi.method.toLowerCase()];
+    if (operation === undefined) throw new Error(`trpc-to-openapi generated no ${meta.openapi.method} ${meta.openapi.path}`);
+    completeOperation(operation, meta, procedure, options, pool);
+  });
+  const extraSchemas = referencedComponents(paths, schemas, pool);
 
   return {
     openapi: "3.1.0",
@@ -314,7 +309,13 @@ export function buildOpenApiDocument(router: AppRouter, options: { bodyLimitByte
       },
     },
     components: {
-      schemas: { ...schemas, Plant: plant, NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant), Error: error },
+      schemas: {
+        ...schemas,
+        Plant: plant,
+        NewPlant: newPlantAsAllOf(schemas["NewPlant"] as Json, plant),
+        Error: error,
+        ...extraSchemas,
+      },
       responses: requestLevelResponses(),
       securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: BEARER_DESCRIPTION } },
     },

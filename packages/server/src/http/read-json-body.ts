@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { parse as parseContentType } from "content-type";
 import getRawBody from "raw-body";
 import { parseJsonLossless } from "@plantstore/schema";
-import { ApiError } from "./api-error.ts";
+import { ApiError } from "../errors.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 

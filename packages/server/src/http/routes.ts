@@ -1,6 +1,7 @@
 import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from "trpc-to-openapi";
 import type { AnyProcedure } from "@trpc/server";
 import type { AppRouter } from "../router/root.ts";
+import type { PlainPath } from "./plain-paths.ts";
 
 export type ProcedureRoute = {
   method: OpenApiMethod;
@@ -14,19 +15,21 @@ export type ProcedureRoute = {
   protect: boolean;
 };
 
-export type RouteMatch = { route: ProcedureRoute; params: Record<string, string> };
+export type RouteMatch = { route: ProcedureRoute; params: Record<string, string> } | { plain: PlainPath };
 
 /**
  * The REST route table, built once from the routers' trpc-to-openapi metadata with its own path
  * templating (`getPathRegExp`). Differences from the stock adapter, on purpose: matching is
  * case-sensitive and exact (RFC 3986 paths are case-sensitive; `/Plants/` is another resource),
- * and a path known under other methods yields `allow` so the caller can answer 405.
+ * and a path known under other methods yields `allow` so the caller can answer 405. Plain paths
+ * match exactly and before the procedures.
  */
 export class RouteTable {
   readonly #routes: ProcedureRoute[] = [];
-  readonly #extra: Array<{ pattern: RegExp; methods: string[] }> = [];
+  readonly #plain: Map<string, PlainPath>;
 
-  constructor(router: AppRouter) {
+  constructor(router: AppRouter, plainPaths: readonly PlainPath[]) {
+    this.#plain = new Map(plainPaths.map((plain) => [plain.path, plain]));
     forEachOpenApiProcedure(router._def.procedures, ({ path, type, procedure, meta }) => {
       if (type === "subscription") return;
       const template = normalizePath(meta.openapi.path);
@@ -43,21 +46,15 @@ export class RouteTable {
     });
   }
 
-  /** Registers a plain (non-tRPC) path so that wrong methods on it answer 405 too. */
-  addPlainPath(path: string, methods: string[]): void {
-    this.#extra.push({ pattern: new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`), methods });
-  }
-
   match(method: string, path: string): RouteMatch | { allow: string[] } | undefined {
-    const allow = new Set<string>();
+    const plain = this.#plain.get(path);
+    if (plain?.methods.includes(method)) return { plain };
+    const allow = new Set<string>(plain?.methods);
     for (const route of this.#routes) {
       const found = route.pattern.exec(path);
       if (found === null) continue;
       if (route.method === method) return { route, params: { ...found.groups } };
       allow.add(route.method);
-    }
-    for (const extra of this.#extra) {
-      if (extra.pattern.test(path)) for (const m of extra.methods) allow.add(m);
     }
     return allow.size > 0 ? { allow: [...allow].sort() } : undefined;
   }

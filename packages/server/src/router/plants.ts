@@ -1,7 +1,15 @@
 import { z } from "zod";
-import { LIST_LIMIT_DEFAULT, ListPlantsQuery, NewPlant, Plant, PlantIdPath, type PlantList } from "@plantstore/schema";
-import { ApiError } from "../http/api-error.ts";
-import { toTRPCError } from "../http/trpc-errors.ts";
+import {
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  ListPlantsQuery,
+  NewPlant,
+  Plant,
+  PlantIdPath,
+  PlantList,
+} from "@plantstore/schema";
+import { ApiError, toTRPCError } from "../errors.ts";
+import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 /**
@@ -19,7 +27,7 @@ function nextLink(limit: number, after: bigint, tag: string | undefined): string
  * The list's output check: the shape of each plant, not its text rules. Every stored plant passed
  * NewPlant (lengths, well-formed text) on its way in; re-running those refinements on each of up to
  * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page,
- * against ~5 µs for this). The served document still describes the items as `NewPlant`.
+ * against ~5 µs for this). The served document still describes the items as `NewPlant` (`documentedOutput`).
  */
 const StoredPlantPage: z.ZodType<PlantList> = z.array(
   z.object({ id: z.bigint(), name: z.string(), tag: z.string().optional() }),
@@ -37,6 +45,21 @@ export const plantsRouter = {
         successDescription: "Plant response",
       },
       scopes: ["plants:write"],
+      errors: [
+        "BAD_REQUEST",
+        "MALFORMED_JSON",
+        "BODY_NOT_OBJECT",
+        "EMPTY_BODY",
+        "VALIDATION_FAILED",
+        ...AUTH_ERRORS,
+        "ID_CONFLICT",
+        "BODY_TOO_LARGE",
+        "UNSUPPORTED_MEDIA_TYPE",
+        ...SERVER_ERRORS,
+      ],
+      requestBodyDescription: ({ bodyLimitBytes }) =>
+        `A NewPlant as JSON (at most ${bodyLimitBytes} bytes). Unknown fields are ignored.`,
+      successHeaders: RATE_LIMIT_HEADERS,
     })
     .input(NewPlant)
     .output(Plant)
@@ -63,6 +86,27 @@ export const plantsRouter = {
         successDescription: "Plants, ordered by id",
       },
       scopes: ["plants:read"],
+      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, ...SERVER_ERRORS],
+      parameterSchemas: {
+        limit: {
+          type: "integer",
+          format: "int32",
+          minimum: 1,
+          maximum: LIST_LIMIT_MAX,
+          default: LIST_LIMIT_DEFAULT,
+          description: `Page size: 1 to ${LIST_LIMIT_MAX}, default ${LIST_LIMIT_DEFAULT}.`,
+        },
+        after: int64Parameter("Only plants with an id strictly greater than this one: the paging cursor."),
+        tag: { type: "string", minLength: 1, description: "Only plants with exactly this tag." },
+      },
+      successHeaders: {
+        Link: {
+          description: 'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow.',
+          schema: { type: "string" },
+        },
+        ...RATE_LIMIT_HEADERS,
+      },
+      documentedOutput: PlantList,
     })
     .input(ListPlantsQuery)
     .output(StoredPlantPage)
@@ -87,6 +131,9 @@ export const plantsRouter = {
         successDescription: "Deleted",
       },
       scopes: ["plants:write"],
+      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...SERVER_ERRORS],
+      parameterSchemas: { id: int64Parameter("Identification number of the plant") },
+      successHeaders: RATE_LIMIT_HEADERS,
     })
     .input(PlantIdPath)
     .output(z.void())

@@ -1,7 +1,32 @@
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server";
-import { StoreUnavailableError } from "../storage/store-errors.ts";
-import { ApiError } from "./api-error.ts";
+import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
+import { StoreUnavailableError } from "./storage/store-errors.ts";
+
+// Neutral ground: procedures, auth and the HTTP adapter all throw and read these, and none of them
+// has to import the transport for it.
+
+/**
+ * A failure with a place in the error catalogue. Thrown from any layer; the one error handler
+ * turns it into the interface's `Error` body and its status.
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCodeName;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCodeName, message: string, options?: { headers?: Record<string, string>; cause?: unknown }) {
+    super(message, { cause: options?.cause });
+    this.name = "ApiError";
+    this.code = code;
+    this.status = ErrorCodes[code].status;
+    this.headers = options?.headers ?? {};
+  }
+
+  get body(): { error: number; message: string } {
+    return { error: ErrorCodes[this.code].error, message: this.message };
+  }
+}
 
 const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
   400: "BAD_REQUEST",

@@ -1,0 +1,82 @@
+import type Koa from "koa";
+import { ApiError } from "../errors.ts";
+import type { Metrics } from "../metrics.ts";
+import type { PlantStore } from "../storage/plant-store.ts";
+import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
+
+/** A path the service answers itself rather than through a procedure: health, metrics, the document. */
+export type PlainPath = {
+  path: string;
+  methods: readonly string[];
+  handler: (ctx: Koa.Context) => void | Promise<void>;
+};
+
+export type PlainPathOptions = {
+  /** The served OpenAPI document, already serialized. */
+  openApiJson: string;
+  store: PlantStore;
+  metrics: Metrics;
+  metricsAccess: "token" | "public" | "off";
+  /** Throws the catalogued 401/429 unless the request carries a valid token. */
+  authenticate: (ctx: Koa.Context) => Promise<unknown>;
+};
+
+const READ = ["GET", "HEAD"] as const;
+
+async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
+  let migrations;
+  try {
+    await store.ping();
+    migrations = await store.migrations?.();
+  } catch (error) {
+    throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
+  }
+  if (migrations !== undefined && migrations.applied < migrations.known) {
+    throw new ApiError("UNAVAILABLE", `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`);
+  }
+  ctx.type = "application/json";
+  ctx.body = JSON.stringify({ status: "ready", ...(migrations === undefined ? {} : { migrations }) });
+}
+
+/**
+ * Every plain path, once: the route table derives 405 and `Allow` from it and the app dispatches
+ * through it. Matched exactly and before the procedures, none of them needs a token except
+ * `/metrics` under `metricsAccess: "token"`, which is absent altogether under `"off"`.
+ */
+export function plainPaths(options: PlainPathOptions): PlainPath[] {
+  const { openApiJson, store, metrics, metricsAccess, authenticate } = options;
+  const docsPage = createDocsPage();
+  return [
+    {
+      path: "/openapi.json",
+      methods: READ,
+      handler: (ctx) => {
+        ctx.type = "application/json";
+        ctx.body = openApiJson;
+      },
+    },
+    ...DOCS_PATHS.map((path): PlainPath => ({ path, methods: READ, handler: (ctx) => docsPage.serve(ctx) })),
+    {
+      path: "/healthz",
+      methods: READ,
+      handler: (ctx) => {
+        ctx.type = "application/json";
+        ctx.body = '{"status":"ok"}';
+      },
+    },
+    { path: "/readyz", methods: READ, handler: (ctx) => readiness(store, ctx) },
+    ...(metricsAccess === "off"
+      ? []
+      : [
+          {
+            path: "/metrics",
+            methods: READ,
+            handler: async (ctx: Koa.Context) => {
+              if (metricsAccess === "token") await authenticate(ctx);
+              ctx.type = metrics.registry.contentType;
+              ctx.body = await metrics.registry.metrics();
+            },
+          },
+        ]),
+  ];
+}

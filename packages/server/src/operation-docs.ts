@@ -1,0 +1,52 @@
+import type { ErrorCodeName } from "@plantstore/schema";
+import type { z } from "zod";
+
+type Json = Record<string, unknown>;
+
+/** An OpenAPI header object. */
+export type HeaderDoc = { description: string; schema: Json };
+
+/**
+ * What the served document says about an operation beyond what trpc-to-openapi derives from its
+ * `openapi` meta and zod schemas. Each procedure's `meta` carries it beside `scopes`, so adding an
+ * operation touches its procedure and nothing in `http/`: the document reads only this.
+ */
+export type OperationDocs = {
+  /** Every catalogued error the operation can answer; the document groups them by status. */
+  errors: readonly ErrorCodeName[];
+  /** Headers of the success answer. */
+  successHeaders?: Readonly<Record<string, HeaderDoc>>;
+  /**
+   * Query and path parameters arrive as text and their zod schemas describe that text; these
+   * JSON schemas state what the text must hold (an int64, a page size), by parameter name.
+   */
+  parameterSchemas?: Readonly<Record<string, Json>>;
+  /** The description of the JSON body, whose schema is the procedure's input. */
+  requestBodyDescription?: (limits: { bodyLimitBytes: number }) => string;
+  /** The schema the document gives the answer when the procedure checks its output more cheaply. */
+  documentedOutput?: z.ZodType;
+};
+
+/** Failures of the bearer token and its rate limit, possible on every protected operation. */
+export const AUTH_ERRORS = [
+  "MISSING_TOKEN",
+  "INVALID_TOKEN",
+  "INSUFFICIENT_SCOPE",
+  "RATE_LIMITED",
+] as const satisfies readonly ErrorCodeName[];
+/** Failures of the server itself, possible on every operation. */
+export const SERVER_ERRORS = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"] as const satisfies readonly ErrorCodeName[];
+
+export const header = (description: string): HeaderDoc => ({ description, schema: { type: "string" } });
+
+/** draft-ietf-httpapi-ratelimit-headers-10 fields, on every answer to a request with an issued token or JWT. */
+export const RATE_LIMIT_HEADERS: Readonly<Record<string, HeaderDoc>> = {
+  "RateLimit-Policy": header(
+    'The per-token quota policy (draft-ietf-httpapi-ratelimit-headers), e.g. `"token";q=6000;w=60`: `q` requests per `w` seconds. ' +
+      'On a 429 for failed authentications the policy is `"auth-failures"`.',
+  ),
+  RateLimit: header('What is left of it, e.g. `"token";r=5999;t=42`: `r` requests remain for `t` more seconds.'),
+};
+
+/** An int64 query or path parameter, as the document states it. */
+export const int64Parameter = (description: string): Json => ({ type: "integer", format: "int64", description });

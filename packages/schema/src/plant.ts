@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Int64 } from "./int64.ts";
 
-/** Length limits the interface leaves open ("not shown"); chosen here and documented in the README. */
+/** Length limits the interface leaves open ("not shown"); chosen here and documented in docs/api-decisions.md. */
 export const NAME_MAX_LENGTH = 256;
 export const TAG_MAX_LENGTH = 64;
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { Int64 } from "./int64.ts";
 import { NewPlant, PlantTag } from "./plant.ts";
 
-/** `GET /plants` page size: documented in the README and the served OpenAPI document. */
+/** `GET /plants` page size: documented in docs/api-decisions.md and the served OpenAPI document. */
 export const LIST_LIMIT_DEFAULT = 100;
 export const LIST_LIMIT_MAX = 1000;
 

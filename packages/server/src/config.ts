@@ -33,7 +33,7 @@ const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" })
 
 /**
  * The only module that reads `process.env`. Every variable is validated here and documented in
- * the README's configuration table; everything else receives a typed `Config`.
+ * the configuration table in this package's README; everything else receives a typed `Config`.
  */
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -93,7 +93,7 @@ export type Config = {
   corsOrigins: string[];
   /** HTTP worker processes sharing the port (node:cluster); each commits its own groups to the one database. */
   workers: number;
-  /** `full`: a 200 survives power loss; `normal`: survives a process crash only (see the README). */
+  /** `full`: a 200 survives power loss; `normal`: survives a process crash only (see this package's README). */
   durability: "full" | "normal";
   /** Time allowed for a request's headers, and for the whole request (headers and body). */
   headersTimeoutMs: number;

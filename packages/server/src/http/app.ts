@@ -44,7 +44,7 @@ function sendError(ctx: Koa.Context, error: ApiError): void {
  * The Koa app: a thin REST adapter over the tRPC router. trpc-to-openapi supplies the route
  * metadata, path templates and the OpenAPI document; this adapter reads the body itself (exact
  * int64, no coercion, any `application/json` parameters), calls the procedure directly, and
- * answers every failure with the interface's `Error` body. See the README for why the stock
+ * answers every failure with the interface's `Error` body. See docs/api-decisions.md for why the stock
  * `createOpenApiKoaMiddleware` is not used.
  */
 export function createApp(options: AppOptions): Koa {

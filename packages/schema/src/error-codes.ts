@@ -28,6 +28,11 @@ export const ErrorCodes = {
   },
   BODY_TOO_LARGE: { error: 41300, status: 413, meaning: "The body is larger than the configured limit." },
   UNSUPPORTED_MEDIA_TYPE: { error: 41500, status: 415, meaning: "The body is not sent as application/json." },
+  UNSUPPORTED_CONTENT_ENCODING: {
+    error: 41501,
+    status: 415,
+    meaning: "The body is sent with a Content-Encoding other than identity; Accept-Encoding names what is accepted.",
+  },
   HEADERS_TOO_LARGE: { error: 43100, status: 431, meaning: "The request headers are larger than the server accepts." },
   RATE_LIMITED: { error: 42900, status: 429, meaning: "Too many requests; retry after the time in Retry-After." },
   INTERNAL: { error: 50000, status: 500, meaning: "An unexpected failure; details are logged, never sent." },

@@ -5,5 +5,14 @@ export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX
 export { ErrorBody, ErrorBody as Error } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
 export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
-export { Int64Text, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListPlantsQuery, PlantIdPath, PlantList } from "./query.ts";
+export { decodePageCursor, encodePageCursor } from "./page-cursor.ts";
+export {
+  Int64Text,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  ListPlantsQuery,
+  PageCursorText,
+  PlantIdPath,
+  PlantList,
+} from "./query.ts";
 export { WhoAmI } from "./whoami.ts";

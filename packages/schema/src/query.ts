@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Int64 } from "./int64.ts";
+import { decodePageCursor } from "./page-cursor.ts";
 import { NewPlant, PlantTag } from "./plant.ts";
 
 /** `GET /plants` page size: documented in docs/api-decisions.md and the served OpenAPI document. */
@@ -18,6 +19,24 @@ export const Int64Text = z
   .transform((text) => BigInt(text))
   .pipe(Int64);
 
+/**
+ * The `after` of `GET /plants`, as text: the opaque cursor of a `Link` header's next link
+ * (page-cursor.ts), or a decimal id, the form it had first and still accepted. Either stands for
+ * the id after which the page starts.
+ */
+export const PageCursorText = z
+  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a single value") })
+  .transform((text, ctx) => {
+    if (INTEGER_TEXT.test(text)) return BigInt(text);
+    const id = decodePageCursor(text);
+    if (id === undefined) {
+      ctx.addIssue({ code: "custom", message: "must be the cursor of a Link header's next link, or a decimal id (int64)" });
+      return z.NEVER;
+    }
+    return id;
+  })
+  .pipe(Int64);
+
 const LimitText = z
   .string({ error: "must be a single value" })
   .regex(/^-?\d+$/, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` })
@@ -32,7 +51,7 @@ const LimitText = z
 /** The query of `GET /plants`, as strings arrive. Unknown parameters are ignored. */
 export const ListPlantsQuery = z.object({
   limit: LimitText.optional(),
-  after: Int64Text.optional(),
+  after: PageCursorText.optional(),
   tag: PlantTag.optional(),
 });
 export type ListPlantsQuery = z.output<typeof ListPlantsQuery>;

@@ -8,7 +8,9 @@
  *   value or field, a tighter bound or a newly required field breaks them;
  * - what callers receive (responses, their headers) may promise more, never less: a removed field,
  *   status, header or guarantee, or a wider type or new enum value breaks them;
- * - for `webhooks` the roles swap: we send the request, the subscriber sends the response.
+ * - for `webhooks` the roles swap: we send the request, the subscriber sends the response;
+ * - a schema that becomes a choice (`anyOf`/`oneOf`), or stops being one, is judged by its
+ *   alternatives: what callers send must still fit one of them, what they receive fit every one.
  *
  * Removed paths, operations and webhooks break too, and so does authentication newly required.
  * Additions elsewhere (operations, optional fields, optional parameters, responses) do not.
@@ -100,7 +102,7 @@ class Comparison {
   }
 
   compareSchemas(where: string, b: Json, a: Json, flow: Flow): void {
-
+    if (this.gainedOrLostAlternatives(where, b, a, flow)) return;
     this.types(where, b, a, flow);
     this.formats(where, b, a, flow);
     this.values(where, b, a, flow);
@@ -112,6 +114,46 @@ class Comparison {
     this.properties(where, b, a, flow);
     if (b["items"] !== undefined || a["items"] !== undefined) this.schema(`${where}[]`, b["items"], a["items"], flow);
     for (const keyword of ["oneOf", "anyOf"] as const) this.alternatives(where, keyword, b, a, flow);
+  }
+
+  /** The changes comparing `b` with `a` would report, without reporting them. */
+  trial(where: string, b: Json, a: Json, flow: Flow): BreakingChange[] {
+    const mark = this.changes.length;
+    this.compareSchemas(where, b, a, flow);
+    return this.changes.splice(mark);
+  }
+
+  /**
+   * A schema that became a choice (`anyOf`/`oneOf`) where it was one schema, or the reverse: a
+   * parameter once an int64 that now also takes a string, say. Each alternative is compared as the
+   * whole schema with that alternative folded in. What callers send breaks unless some alternative
+   * still accepts everything the one schema did (or the one schema accepts every former
+   * alternative); what they receive breaks unless every alternative stays within what was promised
+   * (or the one schema is within some former alternative). Returns false when neither side is such
+   * a choice, or both are (then `alternatives` compares them pairwise).
+   */
+  gainedOrLostAlternatives(where: string, b: Json, a: Json, flow: Flow): boolean {
+    const keywordOf = (s: Json) => (["anyOf", "oneOf"] as const).find((k) => asArray(s[k]).length > 0);
+    const bk = keywordOf(b);
+    const ak = keywordOf(a);
+    if ((bk === undefined) === (ak === undefined)) return false;
+    const [choice, doc, keyword] = ak !== undefined ? [a, this.after, ak] : [b, this.before, bk!];
+    const shared: Json = { ...choice };
+    delete shared[keyword];
+    delete shared["description"];
+    const options = asArray(choice[keyword]).map((alternative) => ({ ...shared, ...this.flatten(doc, alternative) }));
+    const trials = options.map((option) => (choice === a ? this.trial(where, b, option, flow) : this.trial(where, option, a, flow)));
+    // Gained, `in` / lost, `out`: one alternative that fits is enough. Otherwise every one must.
+    const oneSuffices = (choice === a) === (flow === "in");
+    if (oneSuffices) {
+      if (trials.every((changes) => changes.length > 0)) {
+        const why = trials.flat().map((c) => c.change);
+        this.report(where, `no ${keyword} alternative ${flow === "in" ? "accepts what was accepted" : "holds what was promised"} before (${why.join("; ")})`);
+      }
+    } else {
+      for (const change of trials.flat()) this.report(change.where, change.change);
+    }
+    return true;
   }
 
   types(where: string, b: Json, a: Json, flow: Flow): void {

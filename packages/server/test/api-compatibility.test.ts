@@ -121,6 +121,54 @@ describe("findBreakingChanges on deliberately breaking changes", () => {
   });
 });
 
+describe("findBreakingChanges on a parameter or field that becomes a choice (anyOf/oneOf), or stops being one", () => {
+  const int64 = { type: "integer", format: "int64" };
+  const withAfter = (schema: Record<string, unknown>) =>
+    changed((d) => {
+      const after = d.paths["/plants"]!["get"]!.parameters!.find((p) => (p as { name: string }).name === "after") as { schema: unknown };
+      after.schema = schema;
+    });
+  const where = "GET /plants query after parameter";
+
+  it("reports an int64 `after` turned into a string: a client generated from the old document sends a number", () => {
+    expect(findBreakingChanges(withAfter(int64), withAfter({ type: "string" }))).toEqual([{ where, change: "no longer accepts type integer" }]);
+  });
+
+  it("lets an int64 `after` become a choice of an opaque string and the same int64 (what GET /plants did)", () => {
+    expect(findBreakingChanges(withAfter(int64), withAfter({ anyOf: [{ type: "string", minLength: 1 }, int64] }))).toEqual([]);
+    expect(findBreakingChanges(withAfter(int64), withAfter({ oneOf: [int64, { type: "string" }], description: "either" }))).toEqual([]);
+  });
+
+  it("reports a choice none of whose alternatives accepts what the one schema did", () => {
+    expect(findBreakingChanges(withAfter(int64), withAfter({ anyOf: [{ type: "string" }, { type: "integer", format: "int32" }] }))).toEqual([
+      {
+        where,
+        change: "no anyOf alternative accepts what was accepted before (no longer accepts type integer; format narrowed from int64 to int32)",
+      },
+    ]);
+  });
+
+  it("reports a choice narrowed back to one of its alternatives, for what callers send", () => {
+    expect(findBreakingChanges(withAfter({ anyOf: [{ type: "string" }, int64] }), withAfter(int64))).toEqual([
+      { where, change: "no longer accepts type string" },
+      { where, change: "format narrowed from none to int64" },
+    ]);
+  });
+
+  it("reports a response field that may now be of a new alternative type, and lets one narrowed to an alternative through", () => {
+    // GET /whoami's `id` appears only in an answer, so narrowing it breaks no one.
+    const idAs = (schema: Record<string, unknown>) =>
+      changed((d) => {
+        const answer = d.paths["/whoami"]!["get"]!.responses["200"] as { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
+        answer.content["application/json"]!.schema.properties["id"] = schema;
+      });
+    expect(findBreakingChanges(idAs({ type: "string" }), idAs({ anyOf: [{ type: "string" }, { type: "integer" }] }))).toEqual([
+      { where: "GET /whoami 200 body.id", change: "may now be of type integer" },
+    ]);
+    expect(findBreakingChanges(idAs({ anyOf: [{ type: "string" }, { type: "integer" }] }), idAs({ type: "string" }))).toEqual([]);
+  });
+});
+
 describe("findBreakingChanges on compatible changes", () => {
   it("finds nothing between a document and itself", () => {
     expect(findBreakingChanges(base(), base())).toEqual([]);

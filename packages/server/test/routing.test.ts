@@ -24,13 +24,23 @@ describe("requests outside the interface", () => {
   );
 
   it.each([["PUT"], ["PATCH"], ["DELETE"], ["OPTIONS"]])(
-    "answers %s /plants with 405 (40500) and Allow: GET, POST",
+    "answers %s /plants with 405 (40500) and Allow: GET, HEAD, POST",
     async (method) => {
       const response = await server.send({ method, path: "/plants", headers: { authorization: `Bearer ${TOKEN}` } });
       expectErrorShape(response, 405, 40500);
-      expect(response.headers["allow"]).toBe("GET, POST");
+      expect(response.headers["allow"]).toBe("GET, HEAD, POST");
     },
   );
+
+  it("answers HEAD on every method Allow names GET for, as GET without the body", async () => {
+    for (const path of ["/plants", "/whoami", "/openapi.json", "/healthz"]) {
+      const allow = (await server.send({ method: "PUT", path, headers: { authorization: `Bearer ${TOKEN}` } })).headers["allow"] as string;
+      expect(allow.split(", ")).toEqual(expect.arrayContaining(["GET", "HEAD"]));
+      const head = await server.send({ method: "HEAD", path, headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(head.status, path).toBe(200);
+      expect(head.text).toBe("");
+    }
+  });
 
   it.each([["GET"], ["POST"], ["PUT"]])("answers %s /plants/{id} with 405 (40500) and Allow: DELETE", async (method) => {
     const response = await server.send({

@@ -56,6 +56,9 @@ export class RouteTable {
       if (route.method === method) return { route, params: { ...found.groups } };
       allow.add(route.method);
     }
-    return allow.size > 0 ? { allow: [...allow].sort() } : undefined;
+    if (allow.size === 0) return undefined;
+    // The app answers HEAD wherever it answers GET (RFC 9110 §9.3.2), so Allow says so too.
+    if (allow.has("GET")) allow.add("HEAD");
+    return { allow: [...allow].sort() };
   }
 }

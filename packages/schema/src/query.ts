@@ -30,7 +30,10 @@ export const PageCursorText = z
     if (INTEGER_TEXT.test(text)) return BigInt(text);
     const id = decodePageCursor(text);
     if (id === undefined) {
-      ctx.addIssue({ code: "custom", message: "must be the cursor of a Link header's next link, or a decimal id (int64)" });
+      ctx.addIssue({
+        code: "custom",
+        message: "must be the cursor of a Link header's next link, or a decimal id (int64)",
+      });
       return z.NEVER;
     }
     return id;

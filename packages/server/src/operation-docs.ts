@@ -34,16 +34,29 @@ export const AUTH_ERRORS = [
   "INSUFFICIENT_SCOPE",
   "RATE_LIMITED",
 ] as const satisfies readonly ErrorCodeName[];
+/**
+ * Failures of the request as it arrives, before it reaches an operation's code, possible on every
+ * operation: malformed HTTP (Node's parser), headers too large, headers or body too slow.
+ */
+export const REQUEST_ERRORS = [
+  "BAD_REQUEST",
+  "REQUEST_TIMEOUT",
+  "HEADERS_TOO_LARGE",
+] as const satisfies readonly ErrorCodeName[];
 /** Failures of the server itself, possible on every operation. */
 export const SERVER_ERRORS = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"] as const satisfies readonly ErrorCodeName[];
 
 export const header = (description: string): HeaderDoc => ({ description, schema: { type: "string" } });
 
-/** draft-ietf-httpapi-ratelimit-headers-10 fields, on every answer to a request with an issued token or JWT. */
+/**
+ * draft-ietf-httpapi-ratelimit-headers-10 fields, on every answer to a request with an issued token
+ * or JWT. The development tokens of `PLANTSTORE_TOKENS` are not limited, so carry none.
+ */
 export const RATE_LIMIT_HEADERS: Readonly<Record<string, HeaderDoc>> = {
   "RateLimit-Policy": header(
     'The per-token quota policy (draft-ietf-httpapi-ratelimit-headers), e.g. `"token";q=6000;w=60`: `q` requests per `w` seconds. ' +
-      'On a 429 for failed authentications the policy is `"auth-failures"`.',
+      'On a 429 for failed authentications the policy is `"auth-failures"`. Absent when the per-token limit is off, and for ' +
+      "the development tokens of `PLANTSTORE_TOKENS`, which are never limited.",
   ),
   RateLimit: header('What is left of it, e.g. `"token";r=5999;t=42`: `r` requests remain for `t` more seconds.'),
 };

@@ -1,4 +1,5 @@
 import { Agent, request } from "node:http";
+import { encodePageCursor as cursor } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkAnswer } from "./contract.ts";
 import { contractsAt, expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
@@ -100,7 +101,7 @@ describe("GET /plants", () => {
     expectErrorShape(await list("?limit=1&limit=2"), 400, 40005);
   });
 
-  it.each([["9223372036854775808"], ["-9223372036854775809"], ["+1"], ["01"], ["1.0"], ["x"], [""]])(
+  it.each([["9223372036854775808"], ["-9223372036854775809"], ["+1"], ["01"], ["1.0"], ["x"], [""], ["v1."], ["v1.AAAAAAAAAAd"], ["v2.AAAAAAAAAAc"]])(
     "refuses after=%j with 400 (40005)",
     async (after) => {
       expectErrorShape(await list(`?after=${encodeURIComponent(after)}`), 400, 40005);
@@ -113,7 +114,7 @@ describe("GET /plants", () => {
     expect(idsOf(await list("?tag=bulk&limit=1000"))).toHaveLength(150);
     const firstPage = await list("?tag=bulk");
     expect(idsOf(firstPage)).toHaveLength(100);
-    expect(nextQuery(firstPage)).toBe("?limit=100&after=1000099&tag=bulk");
+    expect(nextQuery(firstPage)).toBe(`?limit=100&after=${cursor(1_000_099n)}&tag=bulk`);
   });
 
   it("has no Link when the last page is exactly full, and one when a single plant more follows", async () => {
@@ -123,7 +124,7 @@ describe("GET /plants", () => {
     expect(full.headers["link"]).toBeUndefined();
     const short = await list("?tag=exact&limit=9");
     expect(idsOf(short)).toHaveLength(9);
-    expect(nextQuery(short)).toBe("?limit=9&after=500008&tag=exact");
+    expect(nextQuery(short)).toBe(`?limit=9&after=${cursor(500_008n)}&tag=exact`);
     const rest = await list(nextQuery(short)!);
     expect(idsOf(rest)).toEqual([500_009n]);
     expect(rest.headers["link"]).toBeUndefined();
@@ -137,10 +138,23 @@ describe("GET /plants", () => {
     await createMany(Array.from({ length: 1001 }, (_, i) => BigInt(600_000 + i)), "kilo");
     const first = await list("?tag=kilo&limit=1000");
     expect(idsOf(first)).toHaveLength(1000);
-    expect(nextQuery(first)).toBe("?limit=1000&after=600999&tag=kilo");
+    expect(nextQuery(first)).toBe(`?limit=1000&after=${cursor(600_999n)}&tag=kilo`);
     const rest = await list(nextQuery(first)!);
     expect(idsOf(rest)).toEqual([601_000n]);
     expect(rest.headers["link"]).toBeUndefined();
+  });
+
+  it("takes the Link's opaque cursor and the decimal id of the last plant seen alike", async () => {
+    // Above 2^53, where a double cannot tell 2^53 + 11 from 2^53 + 12: the cursor still can.
+    const ids = [2n ** 53n + 10n, 2n ** 53n + 11n, 2n ** 53n + 12n, 2n ** 53n + 13n];
+    for (const id of ids) expect((await server.createRaw(`{"id":${id},"name":"p","tag":"both-forms"}`)).status).toBe(200);
+    const first = await list("?tag=both-forms&limit=2");
+    expect(idsOf(first)).toEqual(ids.slice(0, 2));
+    expect(nextQuery(first)).toBe(`?limit=2&after=${cursor(2n ** 53n + 11n)}&tag=both-forms`);
+    const byCursor = await list(nextQuery(first)!);
+    const byId = await list(`?limit=2&after=${2n ** 53n + 11n}&tag=both-forms`);
+    expect(idsOf(byCursor)).toEqual(ids.slice(2));
+    expect(byId.text).toBe(byCursor.text);
   });
 
   it("takes cursors at the int64 bounds", async () => {
@@ -150,7 +164,7 @@ describe("GET /plants", () => {
     expect(top.headers["link"]).toBeUndefined();
     const bottom = await list("?after=-9223372036854775808&limit=1");
     expect(idsOf(bottom)[0]! > -9223372036854775808n).toBe(true);
-    expect(nextQuery(bottom)).toMatch(/^\?limit=1&after=-?\d+$/);
+    expect(nextQuery(bottom)).toMatch(/^\?limit=1&after=v1\.[\w-]{11}$/);
   });
 
   it("keeps a tag with reserved characters intact in the Link", async () => {

@@ -68,24 +68,50 @@ describe("GET /openapi.json", () => {
     expect(responses["400"]).toMatchObject({ description: "Unexpected error" });
   });
 
-  it("declares the answers that belong to no operation (404, 405 with Allow, 408, 431) once, with the Error schema", () => {
+  it("declares 408 and 431 on every operation, each by reference to one shared response with the Error schema", () => {
     const doc = server.served as unknown as {
-      info: { description: string };
-      components: { responses: Record<string, { headers?: Record<string, unknown>; content: unknown; "x-error-codes": Array<{ error: number }> }> };
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      components: { responses: Record<string, { content: unknown; "x-error-codes": Array<{ error: number }> }> };
     };
     const responses = doc.components.responses;
     const codes = Object.fromEntries(Object.entries(responses).map(([name, r]) => [name, r["x-error-codes"].map((c) => c.error)]));
     expect(codes).toEqual({
-      NotFound: [ErrorCodes.NOT_FOUND.error],
-      MethodNotAllowed: [ErrorCodes.METHOD_NOT_ALLOWED.error],
       RequestTimeout: [ErrorCodes.REQUEST_TIMEOUT.error],
       RequestHeaderFieldsTooLarge: [ErrorCodes.HEADERS_TOO_LARGE.error],
     });
     for (const response of Object.values(responses)) {
       expect(response.content).toEqual({ "application/json": { schema: { $ref: "#/components/schemas/Error" } } });
     }
-    expect(responses["MethodNotAllowed"]?.headers).toHaveProperty("Allow");
-    expect(doc.info.description).toMatch(/404.*405.*Allow/s);
+    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    expect(operations).toHaveLength(4);
+    for (const operation of operations) {
+      expect(operation.responses["408"]).toEqual({ $ref: "#/components/responses/RequestTimeout" });
+      expect(operation.responses["431"]).toEqual({ $ref: "#/components/responses/RequestHeaderFieldsTooLarge" });
+    }
+  });
+
+  it("says which paths answer outside the operations, and that others answer 404, or 405 with Allow", () => {
+    const { description } = (server.served as unknown as { info: { description: string } }).info;
+    for (const path of ["/openapi.json", "/docs", "/healthz", "/readyz", "/metrics"]) expect(description).toContain(`\`${path}\``);
+    expect(description).toMatch(/other path answers 404 .*40400/s);
+    expect(description).toMatch(/405 .*40500.*`Allow`.*`HEAD` wherever `GET` is/s);
+  });
+
+  it("names a server relative to where it is served, tags, and a summary on every operation", () => {
+    const doc = server.served as unknown as {
+      servers: Array<{ url: string }>;
+      tags: Array<{ name: string }>;
+      info: { license: Record<string, string> };
+      paths: Record<string, Record<string, { summary?: string; tags?: string[] }>>;
+    };
+    expect(doc.servers.map((s) => s.url)).toEqual(["/"]);
+    expect(doc.info.license).toEqual({ name: "MIT", identifier: "MIT" });
+    const tags = new Set(doc.tags.map((t) => t.name));
+    for (const operation of Object.values(doc.paths).flatMap((item) => Object.values(item))) {
+      expect(operation.summary).toMatch(/^[A-Z]/);
+      for (const tag of operation.tags ?? []) expect(tags).toContain(tag);
+      expect(operation.tags).toHaveLength(1);
+    }
   });
 
   it("lists the catalogue codes each status carries", () => {

@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
@@ -108,6 +109,31 @@ describe("POST /plants refuses bodies that are not one JSON object", () => {
       body: big,
     });
     expectErrorShape(chunked, 413, 41300);
+  });
+});
+
+describe("POST /plants refuses a body with a Content-Encoding (415, 41501)", () => {
+  it.each([["gzip"], ["deflate"], ["br"], ["identity, gzip"], ["x-custom"]])("refuses %s, naming identity in Accept-Encoding", async (coding) => {
+    const response = await server.createRaw('{"id":11,"name":"a"}', { "content-type": "application/json", "content-encoding": coding });
+    expectErrorShape(response, 415, 41501);
+    expect(response.headers["accept-encoding"]).toBe("identity");
+    expect(response.json).toMatchObject({ message: expect.stringContaining("identity") });
+  });
+
+  it("refuses a gzip body rather than reading its bytes as JSON", async () => {
+    const body = gzipSync('{"id":12,"name":"zipped"}');
+    const response = await server.send({
+      method: "POST",
+      path: "/plants",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-encoding": "gzip" },
+      body,
+    });
+    expectErrorShape(response, 415, 41501);
+  });
+
+  it.each([["identity"], ["IDENTITY"], [""]])("reads the body sent with Content-Encoding %j as it is", async (coding) => {
+    const response = await server.createRaw('{"id":13,"name":"plain"}', { "content-type": "application/json", "content-encoding": coding });
+    expect(response.status).toBe(200);
   });
 });
 

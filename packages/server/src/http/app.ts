@@ -11,7 +11,7 @@ import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { plainPaths } from "./plain-paths.ts";
-import { assertJsonContentType, readJsonObject } from "./read-json-body.ts";
+import { assertIdentityEncoding, assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable } from "./routes.ts";
 import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
@@ -79,7 +79,15 @@ export function createApp(options: AppOptions): Koa {
         },
         allowMethods: ["GET", "HEAD", "POST", "DELETE"],
         allowHeaders: ["Authorization", "Content-Type", "X-Request-Id"],
-        exposeHeaders: ["WWW-Authenticate", "Retry-After", "Allow", "Link", "RateLimit", "RateLimit-Policy"],
+        exposeHeaders: [
+          "WWW-Authenticate",
+          "Retry-After",
+          "Allow",
+          "Link",
+          "RateLimit",
+          "RateLimit-Policy",
+          "Accept-Encoding",
+        ],
         maxAge: 600,
       }),
     );
@@ -126,6 +134,7 @@ export function createApp(options: AppOptions): Koa {
       input = { ...ctx.query, ...params };
     } else {
       assertJsonContentType(ctx.get("content-type") || undefined);
+      assertIdentityEncoding(ctx.get("content-encoding") || undefined);
       const body = await readJsonObject(ctx.req, bodyLimitBytes);
       input = Object.keys(params).length === 0 ? body : { ...body, ...params };
     }

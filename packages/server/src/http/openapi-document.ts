@@ -30,6 +30,11 @@ const ERROR_HEADERS: Record<number, Json> = {
       'RFC 6750 challenge naming the missing scope: `Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"`.',
     ),
   },
+  415: {
+    "Accept-Encoding": header(
+      "With `error` 41501 (a body sent with a `Content-Encoding`): `identity`, the only content coding read (RFC 9110 §15.5.16).",
+    ),
+  },
   429: {
     "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
     ...RATE_LIMIT_HEADERS,
@@ -50,20 +55,34 @@ const STATUS_SUMMARY: Record<number, string> = {
   404: "No such plant",
   409: "A different plant is already stored under this id",
   413: "The body is larger than the configured limit",
-  415: "The body is not application/json",
+  415: "The body is not application/json, or is sent with a Content-Encoding other than identity",
   429: "Rate limited",
   500: "Unexpected server failure",
   503: "The database is unreachable, or the server holds as many connections as it accepts",
 };
 
+/**
+ * Statuses whose only code is one every operation shares: answered by reference to one component,
+ * `#/components/responses/<name>` (see `sharedResponses`).
+ */
+const SHARED_RESPONSES: Partial<Record<ErrorCodeName, string>> = {
+  REQUEST_TIMEOUT: "RequestTimeout",
+  HEADERS_TOO_LARGE: "RequestHeaderFieldsTooLarge",
+};
+
 function errorResponses(codes: readonly ErrorCodeName[]): Json {
   const byStatus = new Map<number, ErrorCodeName[]>();
-  for (const code of codes) {
+  for (const code of new Set(codes)) {
     const status = ErrorCodes[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const responses: Json = {};
   for (const [status, names] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const shared = names.length === 1 ? SHARED_RESPONSES[names[0]!] : undefined;
+    if (shared !== undefined) {
+      responses[String(status)] = { $ref: `#/components/responses/${shared}` };
+      continue;
+    }
     const response: Json = {
       // 400 keeps the interface's own wording; the codes each status can carry are in the extension.
       description: STATUS_SUMMARY[status] ?? "Error",
@@ -78,25 +97,18 @@ function errorResponses(codes: readonly ErrorCodeName[]): Json {
 }
 
 /**
- * Answers that belong to no operation: a path the document does not list, a listed path with a
- * method it does not list, and failures Node reports before a request reaches an operation. Declared
- * once under `components.responses` (and named in `info.description`) rather than under every
- * operation, which would claim that `POST /plants` itself can answer 404 or 405.
+ * Answers every operation shares because they come before its code runs (operation-docs.ts,
+ * REQUEST_ERRORS): defined once here and referenced from each operation's responses.
  */
-function requestLevelResponses(): Json {
-  const response = (code: ErrorCodeName, description: string, headers?: Json): Json => ({
+function sharedResponses(): Json {
+  const response = (code: ErrorCodeName, description: string): Json => ({
     description,
     "x-error-codes": [{ error: ErrorCodes[code].error, name: code, meaning: ErrorCodes[code].meaning }],
-    ...(headers === undefined ? {} : { headers }),
     content: { "application/json": { schema: errorRef } },
   });
   return {
-    NotFound: response("NOT_FOUND", "404: no operation exists at this path (paths match exactly and case-sensitively)"),
-    MethodNotAllowed: response("METHOD_NOT_ALLOWED", "405: the path exists, not with this method", {
-      Allow: header("The methods the path accepts, e.g. `GET, HEAD, POST`."),
-    }),
-    RequestTimeout: response("REQUEST_TIMEOUT", "408: the request headers or body did not arrive in time"),
-    RequestHeaderFieldsTooLarge: response("HEADERS_TOO_LARGE", "431: the request headers are larger than the server accepts"),
+    RequestTimeout: response("REQUEST_TIMEOUT", "The request headers or body did not arrive in time"),
+    RequestHeaderFieldsTooLarge: response("HEADERS_TOO_LARGE", "The request headers are larger than the server accepts"),
   };
 }
 
@@ -268,23 +280,40 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
     openapi: "3.1.0",
     info: {
       title: "OpenAPI Plant Store",
-      license: { name: "MIT" },
+      license: { name: "MIT", identifier: "MIT" },
       version: "1.0.0",
       description:
         "Every non-2xx response carries an `Error` body whose `error` is a stable code from the catalogue " +
-        "(see `x-error-codes` on each response). Integers are exact across the whole int64 range. " +
-        "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields). " +
-        "Whatever the path, a path not listed here answers 404 (`#/components/responses/NotFound`), a listed path with " +
-        "another method 405 with `Allow` (`MethodNotAllowed`), and requests too slow or with oversized headers 408 or 431.",
+        "(see `x-error-codes` on each response).\n\n" +
+        "Ids are JSON integers, exact across the whole int64 range. Above 2^53 (9007199254740992) a parser that reads " +
+        "numbers as doubles, as JavaScript's `JSON.parse` does, rounds them: read and write ids with a lossless JSON " +
+        "parser (e.g. `JSON.parse` with a reviver that reads `context.source`, and `JSON.rawJSON`), and page through " +
+        '`GET /plants` by its `Link: <…>; rel="next"` header, whose `after` is an opaque cursor, never by an id you parsed.\n\n' +
+        "Requests are rate-limited per token (429 with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` fields).\n\n" +
+        "Besides the operations listed here the server answers its own paths: `/openapi.json` (this document), `/docs` " +
+        "(an interactive reference: authorize with a token and try requests), `/healthz`, `/readyz` and, when enabled, " +
+        "`/metrics`. Any other path answers 404 with `error` 40400 (paths match exactly and case-sensitively); a path " +
+        "with a method it does not answer, 405 with `error` 40500 and an `Allow` header naming the methods it does, " +
+        "`HEAD` wherever `GET` is. Every operation may also answer 408 or 431 (shared under `components.responses`) " +
+        "and 400 for a request that is not valid HTTP.",
     },
-    // The page is not an API operation, so it is linked here rather than listed under paths.
-    externalDocs: { description: "Interactive API reference: authorize with a token and try requests", url: "./docs" },
+    servers: [
+      {
+        url: "/",
+        description: "The server that serves this document: a relative URL, so it stays right behind a proxy that changes the host or scheme.",
+      },
+    ],
+    tags: [
+      { name: "plants", description: "The plants in the store: create, list and delete." },
+      { name: "credentials", description: "The bearer token a request is made with." },
+    ],
     security: [{ bearerAuth: [] }],
     paths,
     webhooks: {
       "/plant/webhook": {
         post: {
           operationId: "newPlant",
+          summary: "A plant was added",
           description:
             "Announces a plant added to the store (never an idempotent replay), POSTed to every active subscriber " +
             "(`plantstore-server webhooks add`). Signed per Standard Webhooks: verify `webhook-signature` " +
@@ -316,7 +345,7 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
         Error: error,
         ...extraSchemas,
       },
-      responses: requestLevelResponses(),
+      responses: sharedResponses(),
       securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: BEARER_DESCRIPTION } },
     },
   } as unknown as OpenAPIObject;

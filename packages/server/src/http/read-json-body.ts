@@ -26,6 +26,27 @@ export function assertJsonContentType(header: string | undefined): void {
   }
 }
 
+/** The content codings a body may be sent with: none but `identity`. */
+export const ACCEPTED_CONTENT_ENCODING = "identity";
+
+/**
+ * Refuses a body sent with a content coding (gzip, deflate, br, …): the body limit counts the bytes
+ * as read, and decoding would let a small compressed body grow past it. RFC 9110 §15.5.16: a 415
+ * for a content coding names the accepted ones in `Accept-Encoding`.
+ */
+export function assertIdentityEncoding(header: string | undefined): void {
+  if (header === undefined) return;
+  const codings = header
+    .split(",")
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding.length > 0);
+  const other = codings.find((coding) => coding !== ACCEPTED_CONTENT_ENCODING);
+  if (other === undefined) return;
+  throw new ApiError("UNSUPPORTED_CONTENT_ENCODING", `Content-Encoding ${other} is not supported; send the body as identity`, {
+    headers: { "Accept-Encoding": ACCEPTED_CONTENT_ENCODING },
+  });
+}
+
 type RawBodyFailure = { type?: string };
 
 function rawBodyError(error: unknown, limit: number): ApiError {

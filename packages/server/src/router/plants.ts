@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  encodePageCursor,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   ListPlantsQuery,
@@ -9,16 +10,17 @@ import {
   PlantList,
 } from "@plantstore/schema";
 import { ApiError, toTRPCError } from "../errors.ts";
-import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, SERVER_ERRORS } from "../operation-docs.ts";
+import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 /**
  * RFC 8288 `Link` to the next page as a root-relative reference: it keeps the host and scheme the
  * caller used (so it survives a proxy that changes them), but not a path prefix a proxy adds. The
- * client reads only its query, which survives both.
+ * client reads only its query, which survives both. `after` is the opaque cursor, not the id: a
+ * caller passes it back as text, so a JSON parser that rounds ids above 2^53 cannot make it loop.
  */
 function nextLink(limit: number, after: bigint, tag: string | undefined): string {
-  const query = new URLSearchParams({ limit: String(limit), after: after.toString() });
+  const query = new URLSearchParams({ limit: String(limit), after: encodePageCursor(after) });
   if (tag !== undefined) query.set("tag", tag);
   return `</plants?${query.toString()}>; rel="next"`;
 }
@@ -41,6 +43,8 @@ export const plantsRouter = {
         path: "/plants",
         protect: true,
         operationId: "createPlant",
+        summary: "Create a plant",
+        tags: ["plants"],
         description: "Creates a new plant in the store",
         successDescription: "Plant response",
       },
@@ -55,10 +59,14 @@ export const plantsRouter = {
         "ID_CONFLICT",
         "BODY_TOO_LARGE",
         "UNSUPPORTED_MEDIA_TYPE",
+        "UNSUPPORTED_CONTENT_ENCODING",
+        ...REQUEST_ERRORS,
         ...SERVER_ERRORS,
       ],
       requestBodyDescription: ({ bodyLimitBytes }) =>
-        `A NewPlant as JSON (at most ${bodyLimitBytes} bytes). Unknown fields are ignored.`,
+        `A NewPlant as JSON (at most ${bodyLimitBytes} bytes), sent without a Content-Encoding (or \`identity\`). ` +
+        "Unknown fields are ignored. An `id` above 2^53 must be written as its exact digits, which JavaScript's " +
+        "`JSON.stringify` cannot do for a number: use a lossless JSON writer (e.g. `JSON.rawJSON`).",
       successHeaders: RATE_LIMIT_HEADERS,
     })
     .input(NewPlant)
@@ -81,12 +89,17 @@ export const plantsRouter = {
         path: "/plants",
         protect: true,
         operationId: "listPlants",
+        summary: "List plants",
+        tags: ["plants"],
         description:
-          "Lists plants ordered by id. Pages are walked with `after` (the last id seen); a `Link: <…>; rel=\"next\"` header points at the next page while there is one.",
+          'Lists plants ordered by id, a page at a time. Page by following the `Link: <…>; rel="next"` header, present while ' +
+          "more plants follow: request its target, or pass its `after` back unchanged. `after` is an opaque cursor; the " +
+          "decimal id of the last plant seen is still accepted there, but ids above 2^53 are exact only through a lossless " +
+          "JSON parser (JavaScript's `JSON.parse` rounds them, and a rounded id can repeat or skip plants).",
         successDescription: "Plants, ordered by id",
       },
       scopes: ["plants:read"],
-      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, ...SERVER_ERRORS],
+      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, ...REQUEST_ERRORS, ...SERVER_ERRORS],
       parameterSchemas: {
         limit: {
           type: "integer",
@@ -96,12 +109,22 @@ export const plantsRouter = {
           default: LIST_LIMIT_DEFAULT,
           description: `Page size: 1 to ${LIST_LIMIT_MAX}, default ${LIST_LIMIT_DEFAULT}.`,
         },
-        after: int64Parameter("Only plants with an id strictly greater than this one: the paging cursor."),
+        // Both forms, so a client generated from the earlier document, which typed `after` as an
+        // int64, still compiles and is still answered (see the changeset of the cursor).
+        after: {
+          description: "Where the page starts: the `after` of the previous page's `Link` header (opaque), or the decimal id of the last plant seen.",
+          anyOf: [
+            { type: "string", minLength: 1, description: 'An opaque cursor, as the `Link: <…>; rel="next"` header carries it.' },
+            { type: "integer", format: "int64", description: "Only plants with an id strictly greater than this one." },
+          ],
+        },
         tag: { type: "string", minLength: 1, description: "Only plants with exactly this tag." },
       },
       successHeaders: {
         Link: {
-          description: 'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow.',
+          description:
+            'RFC 8288 link to the next page (`rel="next"`), present only while more plants follow, e.g. ' +
+            '`</plants?limit=100&after=v1.AAAAAAAAAGQ>; rel="next"`: a root-relative target whose `after` is an opaque cursor.',
           schema: { type: "string" },
         },
         ...RATE_LIMIT_HEADERS,
@@ -127,11 +150,13 @@ export const plantsRouter = {
         path: "/plants/{id}",
         protect: true,
         operationId: "deletePlant",
+        summary: "Delete a plant",
+        tags: ["plants"],
         description: "Deletes the plant with this id; the id is free for a new plant afterwards.",
         successDescription: "Deleted",
       },
       scopes: ["plants:write"],
-      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...SERVER_ERRORS],
+      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...REQUEST_ERRORS, ...SERVER_ERRORS],
       parameterSchemas: { id: int64Parameter("Identification number of the plant") },
       successHeaders: RATE_LIMIT_HEADERS,
     })

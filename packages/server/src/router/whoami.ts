@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { WhoAmI } from "@plantstore/schema";
-import { AUTH_ERRORS, RATE_LIMIT_HEADERS, SERVER_ERRORS } from "../operation-docs.ts";
+import { AUTH_ERRORS, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 export const whoamiRouter = {
@@ -11,12 +11,14 @@ export const whoamiRouter = {
         path: "/whoami",
         protect: true,
         operationId: "whoAmI",
+        summary: "Describe the calling credential",
+        tags: ["credentials"],
         description:
           "Describes the credential that made the request: its kind, public id, name, scopes and expiry. Needs no scope; never returns the secret.",
         successDescription: "The calling credential",
       },
       // Needs no scope, so never 403.
-      errors: [...AUTH_ERRORS.filter((code) => code !== "INSUFFICIENT_SCOPE"), ...SERVER_ERRORS],
+      errors: [...AUTH_ERRORS.filter((code) => code !== "INSUFFICIENT_SCOPE"), ...REQUEST_ERRORS, ...SERVER_ERRORS],
       successHeaders: RATE_LIMIT_HEADERS,
     })
     .input(z.object({}))

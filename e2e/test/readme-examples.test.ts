@@ -2,7 +2,11 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
+import type { RunningServer } from "@plantstore/server";
+import { checkedFetch } from "@plantstore/test-support/checked-fetch";
+import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
@@ -16,7 +20,6 @@ import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 /** Where the examples point; the tests point them at a real server instead. */
 const EXAMPLE_URL = "http://127.0.0.1:3000";
-const TOKEN = "readme-token";
 
 /** The text under a `###` heading, up to the next heading. */
 function section(title: string): string {
@@ -38,14 +41,12 @@ const printedLines = (block: string) =>
     .filter((line) => line.startsWith("# "))
     .map((line) => line.slice(2));
 
+/** Where the examples run: their working directory, the client example's project, the CLI's bin. */
 const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
-const databaseUrl = `sqlite:${join(dir, "store.db")}`;
-let server: RunningServer;
+let server: RealServer<RunningServer>;
 
 beforeAll(async () => {
-  server = await startServer({
-    config: { ...loadConfig({}), port: 0, host: "127.0.0.1", databaseUrl, tokens: [TOKEN], logLevel: "silent" },
-  });
+  server = await startRealServer(plantStoreServer);
 });
 afterAll(async () => {
   await server?.close();
@@ -69,7 +70,7 @@ describe("README: Using it", () => {
     const listBlock = codeBlocks(section("curl"), "sh").find((block) => block.includes("DELETE"));
     expect(listBlock).toBeDefined();
     // The plants the example's page shows; the earlier example's fern (id 2^63 - 1) makes a next page.
-    const store = createPlantStoreClient({ baseUrl: server.url, token: TOKEN });
+    const store = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch });
     await store.createPlant({ id: 7n, name: "Fern", tag: "fern" });
     await store.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
     const lines = (await bash(listBlock!, { PLANTSTORE_TOKEN: TOKEN })).split(/\r?\n/);
@@ -108,7 +109,7 @@ describe("README: Using it", () => {
     const serverBin = join(ROOT, "packages/server/dist/bin.js");
     const issued = await runOk(process.execPath, [serverBin, "tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write"], {
       cwd: dir,
-      env: cleanEnv({ DATABASE_URL: databaseUrl }),
+      env: cleanEnv({ DATABASE_URL: server.databaseUrl }),
     });
     const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: server.url, PLANTSTORE_TOKEN: issued.trim() };
     // Ids are each run's own: 16 hex digits stand for any.

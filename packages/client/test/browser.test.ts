@@ -1,12 +1,14 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ClientModule from "../src/index.ts";
 import { startModuleServer, type ModuleServer } from "./module-server.ts";
-import { startRealServer, TOKEN } from "./real-server.ts";
 
 /**
  * The README's promise that the client "runs in current browsers", checked in one: the client's
@@ -121,7 +123,7 @@ let record: PageRecord;
 const call = (method: ClientMethod, ...args: unknown[]) => callInPage(page, server.url, method, ...args);
 beforeAll(async () => {
   modules = await startModuleServer();
-  server = await startRealServer({ corsOrigins: [modules.origin] });
+  server = await startRealServer(plantStoreServer, { config: { corsOrigins: [modules.origin] } });
   browser = await openBrowser();
   ({ page, record } = await openClientPage(browser.context, modules));
 }, 60_000);

@@ -1,6 +1,6 @@
 import { Agent, request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkAnswer } from "./contract.ts";
+import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt, expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
 
 let server: TestServer;

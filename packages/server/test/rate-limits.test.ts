@@ -70,7 +70,7 @@ describe("the per-token limit", () => {
 });
 
 describe("the failed-authentication limit per client address", () => {
-  it("refuses an address with 429 once over it, even with a valid token, until the window ends", async () => {
+  it("refuses an address's wrong tokens with 429 once over it, until the window ends; valid tokens are still served", async () => {
     await using server = await startTestServer({
       rateLimits: { token: null, authFailures: { name: "auth-failures", points: 3, windowSec: 2 } },
     });
@@ -78,15 +78,19 @@ describe("the failed-authentication limit per client address", () => {
     for (let i = 0; i < 3; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     const refused = await server.send({ method: "GET", path: "/plants", headers: { authorization: "Bearer wrong-4" } });
     const retryAfter = expectRateLimited(refused, "auth-failures", 3, 2);
-    // While blocked, nothing is checked: a right guess would not be told apart from a wrong one.
-    expectRateLimited(await get(server.url, token), "auth-failures", 3, 2);
+    // While blocked, a wrong token gets 429 and a valid one is served: one guesser behind a shared
+    // address must not lock its honest neighbours out (issue 17).
+    expectRateLimited(await get(server.url, "wrong-5"), "auth-failures", 3, 2);
+    expect((await get(server.url, token)).status).toBe(200);
     // Missing tokens are not guesses: still the plain 401.
     expectErrorShape(await get(server.url), 401, 40100);
     const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(metrics.status).toBe(429);
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="auth_failures"\} 2/);
 
     await sleep(retryAfter * 1000 + 100);
     expect((await get(server.url, token)).status).toBe(200);
+    expectErrorShape(await get(server.url, "wrong-6"), 401, 40101);
   });
 });
 
@@ -104,18 +108,20 @@ const getVia = (url: string, forwardedFor: string | undefined, token?: string) =
 describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRUSTED_PROXIES)", () => {
   const authFailures = { name: "auth-failures", points: 3, windowSec: 60 };
 
-  it("limits each X-Forwarded-For client separately: A is locked out, B and a valid token from B are not", async () => {
+  it("limits each X-Forwarded-For client separately: A's guesses are locked out, B's are not, valid tokens never", async () => {
     await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
     const { token } = await issueToken(databaseUrlOf(server));
     const [a, b] = ["203.0.113.7", "198.51.100.9"];
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, a, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, a, "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, a, token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, a, "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, a, token)).status).toBe(200);
 
     expectErrorShape(await getVia(server.url, b, "wrong-b"), 401, 40101);
     expect((await getVia(server.url, b, token)).status).toBe(200);
     // The proxy's own address (a request without the header) is a client of its own too.
     expect((await getVia(server.url, undefined, token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, undefined, "wrong-proxy"), 401, 40101);
   });
 
   it("keys on the proxy's entry, not a spoofed one the client put left of it (`spoof, real`)", async () => {
@@ -125,10 +131,13 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     // A new spoofed entry on every guess buys no new allowance.
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, ${real}`, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, `198.51.100.99, ${real}`, "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, real, token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, real, "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, real, token)).status).toBe(200);
     // The addresses it spoofed were never charged.
     expect((await getVia(server.url, "198.51.100.0", token)).status).toBe(200);
     expect((await getVia(server.url, `${real}, 198.51.100.1`, token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, "198.51.100.0", "wrong-6"), 401, 40101);
+    expectErrorShape(await getVia(server.url, `${real}, 198.51.100.1`, "wrong-7"), 401, 40101);
   });
 
   it("walks past every trusted hop: behind two proxies, the client left of the inner one is keyed", async () => {
@@ -139,8 +148,10 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     const { token } = await issueToken(databaseUrlOf(server));
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, 203.0.113.7, 10.0.0.${i + 1}`, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, "203.0.113.7, 10.0.0.9", "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
     expect((await getVia(server.url, "203.0.113.8, 10.0.0.1", token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, "203.0.113.8, 10.0.0.1", "wrong-6"), 401, 40101);
   });
 
   for (const [title, trustedProxies] of [
@@ -152,8 +163,10 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
       const { token } = await issueToken(databaseUrlOf(server));
       for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}`, `wrong-${i}`), 401, 40101);
       expectRateLimited(await getVia(server.url, "198.51.100.99", "wrong-4"), "auth-failures", 3, 60);
-      expectRateLimited(await getVia(server.url, undefined, token), "auth-failures", 3, 60);
-      expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, undefined, "wrong-5"), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-6"), "auth-failures", 3, 60);
+      expect((await getVia(server.url, undefined, token)).status).toBe(200);
+      expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
     });
   }
 });

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { ApiError } from "../http/api-error.ts";
 import type { TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
-import type { Authenticator, Principal } from "./principal.ts";
+import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
 
 /** How often the token change version is polled. */
 const REFRESH_INTERVAL_MS = 250;
@@ -89,6 +89,21 @@ export class OpaqueTokenAuthenticator implements Authenticator {
       );
     }
     return this.#lookUp(id, token, digest, now);
+  }
+
+  /**
+   * From the cache alone, for an address over its failed-authentication limit: a cached id (or
+   * one cached as unknown) is decided by the same constant-time comparison and expiry and
+   * revocation checks; an id not cached, or a cache whose change check is overdue, is "unknown".
+   * The id is public, so telling a cached one from another by timing gives nothing away.
+   */
+  authenticateFromMemory(token: string, digest?: Buffer): MemoryVerdict {
+    const id = opaqueTokenId(token);
+    if (id === undefined) return "invalid";
+    const now = Date.now();
+    const entry = now - this.#checkedAt > MAX_STALENESS_MS ? undefined : this.#cache.get(id);
+    if (entry === undefined) return "unknown";
+    return this.#check(entry, id, token, digest, now) ?? "invalid";
   }
 
   #lookUp(id: string, token: string, digest: Buffer | undefined, now: number): Principal | undefined | Promise<Principal | undefined> {

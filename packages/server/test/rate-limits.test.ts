@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { Redis } from "ioredis";
+import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
@@ -306,5 +308,152 @@ describe("the per-token limit shared through Redis by two server processes", () 
     expectRateLimited(await get(a.url, token), "token", 5, 60);
     expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
     for (const server of servers) expect(server.output()).not.toContain(token);
+  });
+});
+
+const ISSUER = "https://idp.example.test/";
+const AUDIENCE = "plantstore";
+const claims = (overrides: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: "client-42",
+  scope: "plants:read",
+  exp: Math.floor(Date.now() / 1000) + 600,
+  ...overrides,
+});
+
+/** A JWKS endpoint on an ephemeral port that counts its fetches: each one is a key lookup a signature check needed. */
+async function startJwksServer(keys: unknown[]): Promise<{ url: string; fetches(): number; close(): void }> {
+  let fetches = 0;
+  const server = createHttpServer((_, res) => {
+    fetches++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ keys }));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`,
+    fetches: () => fetches,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
+    },
+  };
+}
+
+describe("valid tokens from an address over its failed-authentication limit (issue 17)", () => {
+  it("are served (static, issued, JWT); wrong ones get 429 without a signature check each, and 401 again after the window", async () => {
+    const signer = await generateKeyPair("RS256", { extractable: true });
+    const stranger = await generateKeyPair("RS256");
+    const jwks = await startJwksServer([{ ...(await exportJWK(signer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }]);
+    const sign = (payload: JWTPayload, key = signer.privateKey, kid = "k1") => new SignJWT(payload).setProtectedHeader({ alg: "RS256", kid }).sign(key);
+    // window / points = 1 s: the pace of full checks a blocked address gets.
+    const authFailures = { name: "auth-failures", points: 5, windowSec: 5 };
+    try {
+      await using server = await startTestServer({
+        // cooldownMs 0: every token naming an unknown `kid` fetches the key set again, so fetches count checks.
+        jwt: { issuer: ISSUER, audience: AUDIENCE, keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 }, clockSkewSec: 30 },
+        rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures },
+      });
+      const issued = await issueToken(databaseUrlOf(server));
+      const jwt = await sign(claims());
+
+      for (let i = 0; i < 5; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
+      expectRateLimited(await get(server.url, "wrong-5"), "auth-failures", 5, 5);
+
+      // Neither the issued token nor the JWT was seen before: each gets a full check, and then is remembered.
+      for (let round = 0; round < 2; round++) {
+        const asStatic = await get(server.url, TOKEN);
+        expect(asStatic.status).toBe(200);
+        expect(asStatic.headers["ratelimit"]).toBeUndefined();
+        for (const token of [issued.token, jwt]) {
+          const served = await get(server.url, token);
+          expect(served.status).toBe(200);
+          // Still under its own per-token limit.
+          expect(served.headers["ratelimit"]).toMatch(new RegExp(`^"token";r=${99 - round};t=\\d+$`));
+        }
+      }
+
+      // Wrong tokens of every shape: 429, never 401, while the window lasts.
+      const wrong = [
+        "wrong-6",
+        issued.token.slice(0, -3) + "zzz",
+        `ps_${"0".repeat(16)}_${"A".repeat(43)}`,
+        await sign(claims({ exp: Math.floor(Date.now() / 1000) - 3600 })),
+        await sign(claims({ aud: "someone-else" })),
+        await sign(claims(), stranger.privateKey),
+      ];
+      for (const token of wrong) expectRateLimited(await get(server.url, token), "auth-failures", 5, 5);
+
+      // A flood of well-formed JWTs under a key the server does not know: unblocked, each would fetch
+      // the key set; blocked, at most one check a second runs, the rest are refused from memory.
+      const fetched = jwks.fetches();
+      const started = Date.now();
+      let retryAfter = 0;
+      for (let i = 0; i < 20; i++) {
+        retryAfter = expectRateLimited(await get(server.url, await sign(claims({ jti: `flood-${i}` }), stranger.privateKey, "k-unknown")), "auth-failures", 5, 5);
+      }
+      expect(jwks.fetches() - fetched).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1000));
+      // Tokens already verified are still served at once in the middle of the flood.
+      for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+
+      await sleep(retryAfter * 1000 + 100);
+      // A new window, a new allowance (of five failures).
+      for (const token of [wrong[0]!, wrong[1]!, wrong[3]!, wrong[5]!]) expectErrorShape(await get(server.url, token), 401, 40101);
+      for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+    } finally {
+      jwks.close();
+    }
+  });
+});
+
+/** Two server processes sharing one database and the real Redis, as in the per-token test above. */
+describe("valid tokens from a blocked address, two server processes sharing Redis (issue 17)", () => {
+  it("serves valid static, issued and JWT tokens on both; a wrong token gets 429 on both, then 401 after the window", async () => {
+    const redisUrl = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+    const prefix = `plantstore-test:${randomUUID()}:`;
+    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+    await redis.connect();
+    await using database = await createTestDatabase();
+    const secret = "a-shared-hmac-secret-of-32-characters-or-more";
+    const staticToken = `static-${randomUUID()}`;
+    const env = {
+      DATABASE_URL: database.url,
+      PLANTSTORE_TOKENS: staticToken,
+      REDIS_URL: redisUrl,
+      PLANTSTORE_REDIS_PREFIX: prefix,
+      PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: "3/6s",
+      PLANTSTORE_JWT_ISSUER: ISSUER,
+      PLANTSTORE_JWT_AUDIENCE: AUDIENCE,
+      PLANTSTORE_JWT_SECRET: secret,
+    };
+    const servers: ServerProcess[] = [];
+    try {
+      servers.push(await startServerProcess(env));
+      servers.push(await startServerProcess(env));
+      const [a, b] = servers as [ServerProcess, ServerProcess];
+      const issued = await issueToken(database.url);
+      const jwt = await new SignJWT(claims()).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode(secret));
+
+      // Three failures between them use up the shared allowance; the next one on either is refused.
+      for (const server of [a, b, a]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
+      expectRateLimited(await get(b.url, "wrong"), "auth-failures", 3, 6);
+      expectRateLimited(await get(a.url, "wrong"), "auth-failures", 3, 6);
+
+      let retryAfter = 0;
+      for (const server of [a, b]) {
+        for (const token of [staticToken, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+        retryAfter = expectRateLimited(await get(server.url, issued.token.slice(0, -1) + "x"), "auth-failures", 3, 6);
+      }
+      await sleep(retryAfter * 1000 + 100);
+      for (const server of [a, b]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
+      for (const server of servers) expect(server.output()).not.toContain(issued.token);
+    } finally {
+      for (const server of servers) await server.stop();
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
   });
 });

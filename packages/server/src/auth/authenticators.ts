@@ -25,13 +25,16 @@ export function chainAuthenticators(authenticators: readonly Authenticator[]): A
     // authenticator's full check could tell.
     authenticateFromMemory(token) {
       const digest = sha256(token);
-      let verdict: MemoryVerdict = "invalid";
-      for (const authenticator of authenticators) {
-        const said = authenticator.authenticateFromMemory?.(token, digest) ?? "unknown";
-        if (typeof said === "object") return said;
-        if (said === "unknown") verdict = said;
-      }
-      return verdict;
+      const recall = (index: number, verdict: MemoryVerdict): MemoryVerdict | Promise<MemoryVerdict> => {
+        for (let i = index; i < authenticators.length; i++) {
+          const said = authenticators[i]!.authenticateFromMemory?.(token, digest) ?? "unknown";
+          if (said instanceof Promise) return said.then((s) => (typeof s === "object" ? s : recall(i + 1, s === "unknown" ? s : verdict)));
+          if (typeof said === "object") return said;
+          if (said === "unknown") verdict = said;
+        }
+        return verdict;
+      };
+      return recall(0, "invalid");
     },
     async close() {
       await Promise.all(authenticators.map((a) => a.close?.()));

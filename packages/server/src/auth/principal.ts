@@ -34,10 +34,11 @@ export interface Authenticator {
   authenticate(token: string, digest?: Buffer): Promise<Principal | undefined> | Principal | undefined;
   /**
    * The same decision from memory alone, for a client address over its failed-authentication
-   * limit (see http/authenticate.ts): never a signature check, a database read or a wait.
-   * Without it, every token counts as `"unknown"`.
+   * limit (see http/authenticate.ts): never a signature check or a lookup of the token. It may
+   * wait only for work every request shares (the issued tokens' change check). Without it, every
+   * token counts as `"unknown"`.
    */
-  authenticateFromMemory?(token: string, digest?: Buffer): MemoryVerdict;
+  authenticateFromMemory?(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict>;
   /** Stops background work (cache refresh, last-used flush) and flushes what it holds. */
   close?(): Promise<void>;
 }

@@ -56,20 +56,22 @@ export async function authenticateRequest(
 /**
  * A token from an address over its failed-authentication limit: its principal, or undefined for a
  * 429 (never a 401, so the guesser learns nothing a wrong guess did not already tell). A guesser's
- * flood must stay cheap, so first only what is in memory is asked (no signature check, no database
- * read, no Redis round trip):
+ * flood must stay cheap, so first only what is in memory is asked (no signature check, no lookup
+ * of the token, no Redis round trip):
  * - `PLANTSTORE_TOKENS`: the usual constant-time comparison of the SHA-256 digest with every one;
  * - issued `ps_` tokens: the record cached by the token's public id (also cached when no such id
- *   exists), compared in constant time, expiry and revocation checked, as on every request;
+ *   exists), compared in constant time, expiry and revocation checked, as on every request (and,
+ *   if the background poll fell behind, after the one change check all requests share);
  * - JWTs: only the exact token string verified within the last minute (looked up by its digest);
  *   a malformed or expired one, or one for another issuer, audience or algorithm, is refused from
  *   its header and claims alone.
- * Timing shows at most the token's shape and whether its public id is cached, never how much of a
- * secret matched. A token memory cannot decide (a `ps_` id or a JWT this instance has not seen
- * lately) gets the usual full check only when the address's slot is free (see AddressBlock): at
- * most one failed check per window/points, the pace the limit allows anyway, and a valid token
- * frees the slot again. Under a flood of such tokens an honest caller's first request may get 429;
- * once its token is cached it is served at once.
+ * Timing shows at most the token's shape, whether its public id is cached and whether a full check
+ * ran, never how much of a secret matched. A token memory cannot decide (a `ps_` id or a JWT this
+ * instance has not seen lately) gets the usual full check only when the address's slot is free
+ * (see AddressBlock): at most one failed check per window/points, the pace the limit allows
+ * anyway, and a valid token frees the slot again. Under a flood of such tokens an honest caller's
+ * first request may get 429; once its token is cached (a `ps_` record until the next token is
+ * created or revoked, a JWT for a minute) it is served at once.
  *
  * Brute force: right and wrong guesses are told apart as for any address (200 against 429), at
  * whatever rate the server answers. That is safe because a guess has to hit a 256-bit `ps_`
@@ -77,7 +79,7 @@ export async function authenticateRequest(
  * (`dev` makes 256-bit ones).
  */
 async function authenticateBlocked(authenticator: Authenticator, token: string, block: AddressBlock): Promise<Principal | undefined> {
-  const verdict = authenticator.authenticateFromMemory?.(token) ?? "unknown";
+  const verdict = await (authenticator.authenticateFromMemory?.(token) ?? "unknown");
   if (verdict !== "unknown") return verdict === "invalid" ? undefined : verdict;
   if (!block.claimFullCheck()) return undefined;
   const principal = await authenticator.authenticate(token);

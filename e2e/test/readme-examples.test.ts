@@ -2,7 +2,11 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
+import type { RunningServer } from "@plantstore/server";
+import { checkedFetch } from "@plantstore/test-support/checked-fetch";
+import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
@@ -16,7 +20,6 @@ import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
 /** Where the examples point; the tests point them at a real server instead. */
 const EXAMPLE_URL = "http://127.0.0.1:3000";
-const TOKEN = "readme-token";
 
 const readme = (path: string) => readFileSync(join(ROOT, path), "utf8");
 
@@ -59,11 +62,9 @@ const anyIdOrTime = (text: string) =>
 /** A fresh store on a temporary SQLite file for one README's examples, and a folder to run them in. */
 function useStore() {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
-  const store = { dir, databaseUrl: `sqlite:${join(dir, "store.db")}`, server: undefined as unknown as RunningServer };
+  const store = { dir, databaseUrl: `sqlite:${join(dir, "store.db")}`, server: undefined as unknown as RealServer<RunningServer> };
   beforeAll(async () => {
-    store.server = await startServer({
-      config: { ...loadConfig({}), port: 0, host: "127.0.0.1", databaseUrl: store.databaseUrl, tokens: [TOKEN], logLevel: "silent" },
-    });
+    store.server = await startRealServer(plantStoreServer, { database: { url: store.databaseUrl } });
   });
   afterAll(async () => {
     await store.server?.close();
@@ -108,7 +109,7 @@ describe("packages/server/README.md", () => {
     const [listBlock] = codeBlocks(section(markdown, "Listing and deleting"), "sh");
     expect(listBlock).toContain("DELETE");
     // The plants the example's page shows, and one more fern after them, which makes a next page.
-    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN });
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
     await client.createPlant({ id: 7n, name: "Fern", tag: "fern" });
     await client.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
     await client.createPlant({ id: 9223372036854775807n, name: "Fern", tag: "fern" });
@@ -132,7 +133,7 @@ describe("packages/server/README.md", () => {
     expect(subscriber).toBeDefined();
     expect(await bash(commands[1]!, { dir: store.dir, url: store.server.url, env })).toContain(subscriber);
     // A new plant makes a delivery (to a receiver that does not exist) for `deliveries` and `replay` to show.
-    await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN }).createPlant({ id: 100n, name: "Ivy" });
+    await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch }).createPlant({ id: 100n, name: "Ivy" });
     await bash(commands[2]!, { dir: store.dir, url: store.server.url, env });
     const [delivery] = JSON.parse(await bash("plantstore-server webhooks deliveries --json", { dir: store.dir, url: store.server.url, env })) as { id: number }[];
     expect(delivery).toBeDefined();
@@ -195,7 +196,7 @@ describe("packages/client/README.md", () => {
   });
 
   it("the paging snippets walk every fern, page by page and as one iteration", async () => {
-    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN });
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
     for (const id of [20n, 21n, 22n]) await client.createPlant({ id, name: `Fern ${id}`, tag: "fern" });
     await client.createPlant({ id: 23n, name: "Moss", tag: "moss" });
     const ferns = (await client.listPlants({ tag: "fern", limit: 1000 })).plants.map((plant) => `${plant.id}n ${plant.name}`);

@@ -1,9 +1,9 @@
 import { readChangesets } from "@changesets/read";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, publishablePackages, ROOT, run, runOk, type RunResult } from "./workspace.ts";
+import { cleanEnv, copyRepository, publishablePackages, ROOT, run, runOk, type RunResult } from "./workspace.ts";
 
 /**
  * `pnpm release --dry-run` in a scratch copy of the repository, with one more changeset: the real
@@ -13,7 +13,7 @@ import { cleanEnv, publishablePackages, ROOT, run, runOk, type RunResult } from 
 
 const GIT = ["-c", "user.name=Release Test", "-c", "user.email=release-test@invalid", "-c", "commit.gpgsign=false"];
 const PUBLIC = ["@plantstore/cli", "@plantstore/client", "@plantstore/schema", "@plantstore/server"];
-const PRIVATE = ["@plantstore/bench", "@plantstore/e2e", "@plantstore/eslint-config", "@plantstore/tsconfig"];
+const PRIVATE = ["@plantstore/bench", "@plantstore/e2e", "@plantstore/eslint-config", "@plantstore/test-support", "@plantstore/tsconfig"];
 const BUMPS = ["none", "patch", "minor", "major"] as const;
 
 let copy: string;
@@ -38,12 +38,7 @@ const packageDirs = () => publishablePackages().map((pkg) => pkg.dir.slice(ROOT.
 beforeAll(async () => {
   copy = mkdtempSync(join(tmpdir(), "plantstore-release-"));
   env = cleanEnv({ PATH: `${join(ROOT, "e2e", "node_modules", ".bin")}${delimiter}${cleanEnv()["PATH"]}` });
-  // The repository as it is, committed changes or not: tracked and new files, never ignored ones.
-  const files = (await runOk("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT })).split("\0");
-  for (const file of files.filter((f) => f.length > 0 && existsSync(join(ROOT, f)))) {
-    mkdirSync(dirname(join(copy, file)), { recursive: true });
-    copyFileSync(join(ROOT, file), join(copy, file));
-  }
+  await copyRepository(copy);
   await runOk("git", ["init", "-q", "-b", "main"], { cwd: copy });
   await runOk("git", [...GIT, "add", "-A"], { cwd: copy });
   await runOk("git", [...GIT, "commit", "-q", "-m", "the repository as tested"], { cwd: copy });

@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -70,6 +70,15 @@ export async function runOk(command: string, args: readonly string[], options: {
     throw new Error(`${command} ${args.join(" ")} exited ${result.code} in ${options.cwd}\n${result.stdout}\n${result.stderr}`);
   }
   return result.stdout;
+}
+
+/** Copies the repository as it is, committed changes or not: tracked and new files, never ignored ones. */
+export async function copyRepository(destination: string): Promise<void> {
+  const files = (await runOk("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT })).split("\0");
+  for (const file of files.filter((f) => f.length > 0 && existsSync(join(ROOT, f)))) {
+    mkdirSync(dirname(join(destination, file)), { recursive: true });
+    copyFileSync(join(ROOT, file), join(destination, file));
+  }
 }
 
 const require = createRequire(import.meta.url);

@@ -1,26 +1,10 @@
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { startStandInServer } from "@plantstore/test-support/stand-in-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { describe, expect, it } from "vitest";
-import { seedDocument } from "../../../packages/server/test/contract.ts";
-import { behindContractProxy, runCli, TOKEN } from "./run-cli.ts";
+import { behindContractProxy, runCli } from "./run-cli.ts";
 
 /** A stand-in server that serves the seed as its document and answers everything else with `body`. */
-async function standIn(status: number, body: string) {
-  const stand = createServer((req, res) => {
-    const served = req.url === "/openapi.json";
-    res.writeHead(served ? 200 : status, { "content-type": "application/json" }).end(served ? JSON.stringify(seedDocument) : body);
-  });
-  stand.listen(0, "127.0.0.1");
-  await once(stand, "listening");
-  return {
-    url: `http://127.0.0.1:${(stand.address() as AddressInfo).port}`,
-    close: async () => {
-      stand.closeAllConnections();
-      await new Promise((resolve) => stand.close(resolve));
-    },
-  };
-}
+const standIn = (status: number, body: string) => startStandInServer(() => ({ status, type: "application/json", body }));
 
 describe("the checking proxy in front of every server the CLI tests run", () => {
   it("makes runCli reject when an answer breaks a document, whatever the CLI made of it", async () => {

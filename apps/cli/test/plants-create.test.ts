@@ -1,12 +1,13 @@
 import { readFileSync } from "node:fs";
 import type { RunningServer } from "@plantstore/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startRealServer, TOKEN } from "./run-cli.ts";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;
 let auth: string[];
 beforeAll(async () => {
-  server = await startRealServer();
+  server = await startCheckedServer();
   auth = ["--url", server.url, "--token", TOKEN];
 });
 afterAll(async () => {
@@ -99,7 +100,7 @@ describe("plantstore plants create, when the service refuses", () => {
   });
 
   it("exits 1 when nothing answers", async () => {
-    const gone = await startRealServer();
+    const gone = await startCheckedServer();
     await gone.close();
     const result = await runCli(["plants", "create", "--id", "32", "--name", "Fig", "--url", gone.url, "--token", TOKEN]);
     expect(result.code).toBe(1);

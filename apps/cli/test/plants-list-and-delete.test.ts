@@ -1,12 +1,13 @@
 import { INT64_MAX, INT64_MIN, stringifyJsonLossless, type NewPlant } from "@plantstore/schema";
 import type { RunningServer } from "@plantstore/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startRealServer, TOKEN } from "./run-cli.ts";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;
 let auth: string[];
 beforeAll(async () => {
-  server = await startRealServer();
+  server = await startCheckedServer();
   auth = ["--url", server.url, "--token", TOKEN];
 });
 afterAll(async () => {
@@ -123,7 +124,7 @@ describe("plantstore plants list, when the service refuses", () => {
   });
 
   it("exits 1 when nothing answers", async () => {
-    const gone = await startRealServer();
+    const gone = await startCheckedServer();
     await gone.close();
     const result = await runCli(["plants", "list", "--all", "--url", gone.url, "--token", TOKEN]);
     expect(result.code).toBe(1);
@@ -170,7 +171,7 @@ describe("plantstore plants delete", () => {
 
   // The ids near ±2^63 are taken by the listing tests above: these use a store of their own.
   it("prints JSON with exact ids with --json", async () => {
-    await using fresh = await startRealServer();
+    await using fresh = await startCheckedServer();
     await seed([{ id: INT64_MAX, name: "Top" }], fresh);
     await expect(runCli(["plants", "delete", String(INT64_MAX), "--json", "--url", fresh.url, "--token", TOKEN])).resolves.toEqual({
       code: 0,
@@ -184,7 +185,7 @@ describe("plantstore plants delete", () => {
     ["2^63 - 1", INT64_MAX, INT64_MAX - 1n],
     ["2^53 + 1", 2n ** 53n + 1n, 2n ** 53n],
   ])("deletes id %s exactly, not its neighbour", async (_label, id, neighbour) => {
-    await using fresh = await startRealServer();
+    await using fresh = await startCheckedServer();
     const freshAuth = ["--url", fresh.url, "--token", TOKEN];
     await seed([{ id, name: "target" }, { id: neighbour, name: "neighbour" }], fresh);
     const result = await runCli(["plants", "delete", String(id), ...freshAuth]);

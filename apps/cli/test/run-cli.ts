@@ -1,15 +1,12 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
-// The server's test helper, not a copy: one validator for every package's tests.
-import { checkAnswer, fetchContracts } from "../../../packages/server/test/contract.ts";
-
-export const TOKEN = "t-1";
+import * as plantStoreServer from "@plantstore/server";
+import type { Config, RunningServer } from "@plantstore/server";
+import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { checkAnswer, fetchContracts } from "@plantstore/test-support/response-contract";
 
 /** The built CLI, as users run it; turbo builds it before `test`. */
 const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
@@ -79,22 +76,10 @@ export async function behindContractProxy<Server extends { url: string; close():
   return { ...running, url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, close, [Symbol.asyncDispose]: close };
 }
 
-/** The real server on an ephemeral port with a fresh SQLite file; closing also removes the file. */
-export async function startRealServer(): Promise<RunningServer> {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-cli-test-"));
-  const running = await startServer({
-    config: {
-      ...loadConfig({}),
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: `sqlite:${join(dir, "x.db")}`,
-      tokens: [TOKEN],
-      logLevel: "silent",
-    },
-  });
-  const close = async () => {
-    await running.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  return behindContractProxy({ ...running, close, [Symbol.asyncDispose]: close });
+/**
+ * The real server (`startRealServer`: an ephemeral port, a fresh SQLite file, the test tokens) with
+ * `config` on top, behind a checking proxy; closing closes both and removes the file.
+ */
+export async function startCheckedServer(config: Partial<Config> = {}): Promise<RealServer<RunningServer>> {
+  return behindContractProxy(await startRealServer(plantStoreServer, { config }));
 }

@@ -1,33 +1,20 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SignJWT } from "jose";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import type { RunningServer } from "@plantstore/server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { behindContractProxy, runCli, TOKEN } from "./run-cli.ts";
+import { runCli, startCheckedServer } from "./run-cli.ts";
 
 const SECRET = "cli-test-secret-of-at-least-32-characters";
 let server: RunningServer;
-let dir: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "plantstore-cli-whoami-"));
-  server = await behindContractProxy(await startServer({
-    config: {
-      ...loadConfig({}),
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: `sqlite:${join(dir, "x.db")}`,
-      tokens: [TOKEN],
-      logLevel: "silent",
-      jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { secret: SECRET }, clockSkewSec: 30 },
-      rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
-    },
-  }));
+  server = await startCheckedServer({
+    jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { secret: SECRET }, clockSkewSec: 30 },
+    rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
+  });
 });
 afterAll(async () => {
   await server.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const jwt = (sub: string, scope: string, exp: number) =>

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SignJWT } from "jose";
-import { loadConfig, startServer, type RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
+import type { RunningServer } from "@plantstore/server";
+import { checkedFetch } from "@plantstore/test-support/checked-fetch";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPlantStoreClient,
@@ -11,23 +12,13 @@ import {
   PlantStoreRateLimitError,
   PlantStoreUnauthorizedError,
 } from "../src/index.ts";
-import { checkedFetch } from "./checked-fetch.ts";
-import { TOKEN } from "./real-server.ts";
 
 const SECRET = "client-test-secret-of-at-least-32-chars";
 let server: RunningServer;
-let dir: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "plantstore-client-auth-"));
-  server = await startServer({
+  server = await startRealServer(plantStoreServer, {
     config: {
-      ...loadConfig({}),
-      port: 0,
-      host: "127.0.0.1",
-      databaseUrl: `sqlite:${join(dir, "x.db")}`,
-      tokens: [TOKEN],
-      logLevel: "silent",
       jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { secret: SECRET }, clockSkewSec: 30 },
       rateLimits: { token: { name: "token", points: 3, windowSec: 60 }, authFailures: null },
     },
@@ -35,7 +26,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const jwt = (sub: string, scope: string, exp = Math.floor(Date.now() / 1000) + 600) =>

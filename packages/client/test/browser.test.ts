@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { launchChromium, type Chromium } from "@plantstore/test-support/chromium";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type * as ClientModule from "../src/index.ts";
 import { startModuleServer, type ModuleServer } from "./module-server.ts";
-import { startRealServer, TOKEN } from "./real-server.ts";
 
 /**
  * The README's promise that the client "runs in current browsers", checked in one: the client's
@@ -18,16 +18,6 @@ import { startRealServer, TOKEN } from "./real-server.ts";
  * Chromium is driven by playwright-core (which downloads no browser of its own); without
  * /usr/bin/chromium this test fails, never skips (`bash scripts/run.sh test` installs it).
  */
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 /** What the page's module script leaves on `window` (see module-server.ts). */
 type PageGlobals = { plantStoreClient?: typeof ClientModule; plantStoreClientError?: string };
@@ -41,21 +31,6 @@ type ClientMethod = "createPlant" | "listPlants" | "deletePlant";
 
 /** Uncaught page errors and requests that got no response at all (a CORS refusal is one). */
 type PageRecord = { errors: string[]; failed: string[] };
-
-async function openBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: \`bash scripts/run.sh test\` installs it (or: apt-get install chromium)`);
-  }
-  const profile = mkdtempSync(join(tmpdir(), "plantstore-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-  return {
-    context,
-    close: async () => {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Opens the module server's page and waits until its import of @plantstore/client settled. */
 async function openClientPage(context: BrowserContext, modules: ModuleServer): Promise<{ page: Page; record: PageRecord }> {
@@ -114,15 +89,15 @@ const ABOVE_2_53 = 9007199254740993n; // 2^53 + 1: as a JavaScript number it wou
 
 let modules: ModuleServer;
 let server: RunningServer;
-let browser: Awaited<ReturnType<typeof openBrowser>>;
+let browser: Chromium;
 let page: Page;
 let record: PageRecord;
 /** A client call in the test page, against the test server. */
 const call = (method: ClientMethod, ...args: unknown[]) => callInPage(page, server.url, method, ...args);
 beforeAll(async () => {
   modules = await startModuleServer();
-  server = await startRealServer({ corsOrigins: [modules.origin] });
-  browser = await openBrowser();
+  server = await startRealServer(plantStoreServer, { config: { corsOrigins: [modules.origin] } });
+  browser = await launchChromium();
   ({ page, record } = await openClientPage(browser.context, modules));
 }, 60_000);
 afterAll(async () => {

@@ -1,28 +1,19 @@
-import { once } from "node:events";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { checkedFetch, takeViolations } from "@plantstore/test-support/checked-fetch";
+import { startStandInServer, type StandInServer } from "@plantstore/test-support/stand-in-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seedDocument } from "../../server/test/contract.ts";
 import { createPlantStoreClient, PlantStoreProtocolError } from "../src/index.ts";
-import { checkedFetch, takeViolations } from "./checked-fetch.ts";
-import { TOKEN } from "./real-server.ts";
 
 /** A stand-in server that serves the seed as its document and answers POST /plants with `answer`. */
-let stand: Server;
+let stand: StandInServer;
 let url: string;
 let answer: { status: number; body: string } = { status: 200, body: "{}" };
 beforeAll(async () => {
-  stand = createServer((req, res) => {
-    const { status, body } = req.url === "/openapi.json" ? { status: 200, body: JSON.stringify(seedDocument) } : answer;
-    res.writeHead(status, { "content-type": "application/json" }).end(body);
-  });
-  stand.listen(0, "127.0.0.1");
-  await once(stand, "listening");
-  url = `http://127.0.0.1:${(stand.address() as AddressInfo).port}`;
+  stand = await startStandInServer(() => ({ ...answer, type: "application/json" }));
+  url = stand.url;
 });
 afterAll(async () => {
-  stand.closeAllConnections();
-  await new Promise((resolve) => stand.close(resolve));
+  await stand.close();
 });
 
 describe("checkedFetch, the fetch the client tests give every client of a real server", () => {

@@ -1,5 +1,9 @@
 import { INT64_MAX, INT64_MIN } from "@plantstore/schema";
+import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import { checkedFetch } from "@plantstore/test-support/checked-fetch";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPlantStoreClient,
@@ -8,13 +12,11 @@ import {
   PlantStoreProtocolError,
   type PlantStoreClient,
 } from "../src/index.ts";
-import { checkedFetch } from "./checked-fetch.ts";
-import { startRealServer, TOKEN } from "./real-server.ts";
 
 let server: RunningServer;
 let client: PlantStoreClient;
 beforeAll(async () => {
-  server = await startRealServer();
+  server = await startRealServer(plantStoreServer);
   client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch });
 });
 afterAll(async () => {
@@ -142,7 +144,7 @@ describe("createPlant when the answer is not the interface", () => {
   });
 
   it("rejects a network failure with PlantStoreProtocolError without a status", async () => {
-    const closed = await startRealServer();
+    const closed = await startRealServer(plantStoreServer);
     const url = closed.url;
     await closed.close();
     const refused = createPlantStoreClient({ baseUrl: url, token: TOKEN, fetch: checkedFetch }).createPlant({ id: 1, name: "x" });

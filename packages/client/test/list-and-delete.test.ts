@@ -1,5 +1,9 @@
 import { INT64_MAX, INT64_MIN, type NewPlant } from "@plantstore/schema";
+import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import { checkedFetch } from "@plantstore/test-support/checked-fetch";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPlantStoreClient,
@@ -8,13 +12,11 @@ import {
   PlantStoreProtocolError,
   type PlantStoreClient,
 } from "../src/index.ts";
-import { checkedFetch } from "./checked-fetch.ts";
-import { startRealServer, TOKEN } from "./real-server.ts";
 
 let server: RunningServer;
 let client: PlantStoreClient;
 beforeAll(async () => {
-  server = await startRealServer();
+  server = await startRealServer(plantStoreServer);
   client = createPlantStoreClient({ baseUrl: server.url, token: TOKEN, fetch: checkedFetch });
 });
 afterAll(async () => {
@@ -178,7 +180,7 @@ describe("deletePlant against the real server", () => {
     ["-2^63", INT64_MIN, INT64_MIN + 1n],
     ["2^53 + 1", 2n ** 53n + 1n, 2n ** 53n],
   ])("deletes id %s exactly, not its neighbour", async (_label, id, neighbour) => {
-    await using fresh = await startRealServer();
+    await using fresh = await startRealServer(plantStoreServer);
     const store = createPlantStoreClient({ baseUrl: fresh.url, token: TOKEN, fetch: checkedFetch });
     await store.createPlant({ id, name: "target" });
     await store.createPlant({ id: neighbour, name: "neighbour" });

@@ -53,10 +53,23 @@ const IDLE_GRACE_MS = 1_000;
 // that stopped reading its answer) is closed; the request timeout itself answers 408 first.
 const STALL_MARGIN_MS = 5_000;
 
+// 32 base64 characters carry 192 random bits: beyond any guessing rate a server can answer.
+const STATIC_TOKEN_MIN_LENGTH = 32;
+
 /** Opens the store, builds the app and listens; `port: 0` picks an ephemeral port. */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
+  const shortStaticTokens = config.tokens.filter((token) => token.length < STATIC_TOKEN_MIN_LENGTH).length;
+  if (shortStaticTokens > 0) {
+    // A right guess is served even from an address over its failed-authentication limit (a valid
+    // token is never refused for someone else's guesses), so that limit does not slow guessing:
+    // a static token's own length is its only defence. Counted, never shown.
+    logger.warn(
+      { component: "auth", count: shortStaticTokens },
+      `PLANTSTORE_TOKENS holds tokens shorter than ${STATIC_TOKEN_MIN_LENGTH} characters: use long random ones (e.g. openssl rand -base64 32)`,
+    );
+  }
   let backlog = async () => 0;
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });

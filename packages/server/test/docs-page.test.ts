@@ -1,42 +1,20 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext } from "playwright-core";
+import { launchChromium } from "@plantstore/test-support/chromium";
+import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOCS_PATHS } from "../src/http/docs-page.ts";
 import { rawRequest, startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
-/**
- * Debian's chromium, driven by playwright-core (which downloads no browser of its own).
- * `scripts/run.sh test` installs it when it is missing; without it this test fails, never skips.
- */
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 const ARTIFACTS = fileURLToPath(new URL("../../../test-artifacts/", import.meta.url));
 
 /** Every URL a page asked for, and every Content-Security-Policy violation and script error it saw. */
 type PageRecord = { requests: string[]; violations: string[]; errors: string[] };
 
+/** Chromium (see @plantstore/test-support/chromium; without it this test fails, never skips), recording what its pages do. */
 async function openBrowser(): Promise<{ context: BrowserContext; record: PageRecord; close(): Promise<void> }> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: \`bash scripts/run.sh test\` installs it (or: apt-get install chromium)`);
-  }
-  const profile = mkdtempSync(join(tmpdir(), "plantstore-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-  });
+  const { context, close } = await launchChromium({ viewport: { width: 1280, height: 900 } });
   const record: PageRecord = { requests: [], violations: [], errors: [] };
   context.on("request", (request) => record.requests.push(request.url()));
   await context.exposeFunction("__recordViolation", (text: string) => record.violations.push(text));
@@ -48,14 +26,7 @@ async function openBrowser(): Promise<{ context: BrowserContext; record: PageRec
     });
   });
   context.on("page", (page) => page.on("pageerror", (error) => record.errors.push(error.message)));
-  return {
-    context,
-    record,
-    close: async () => {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    },
-  };
+  return { context, record, close };
 }
 
 /** Requests that left the page's origin; `data:` and `blob:` URLs never touch the network. */

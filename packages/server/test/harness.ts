@@ -1,13 +1,16 @@
 import { request as httpRequest } from "node:http";
+import { startRealServer } from "@plantstore/test-support/real-server";
+import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
+import { seedDocument } from "@plantstore/test-support/seed-document";
+import { OTHER_TEST_TOKEN, TEST_TOKEN, testServerConfig } from "@plantstore/test-support/test-config";
 import { appRouter, buildOpenApiDocument, loadConfig, startServer, type Config, type RunningServer } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { checkAnswer, ResponseContract, seedDocument, type OpenApiDoc } from "./contract.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 
 export { TEST_BACKEND } from "./test-database.ts";
 
-export const TOKEN = "test-token-0123456789";
-export const OTHER_TOKEN = "test-token-second";
+export const TOKEN = TEST_TOKEN;
+export const OTHER_TOKEN = OTHER_TEST_TOKEN;
 
 export type TestServer = RunningServer & {
   /** The server's own fresh database (SQLite file or PostgreSQL scratch database), readable directly. */
@@ -109,22 +112,9 @@ function exchange(url: string, options: SendOptions): Promise<TestResponse> {
   });
 }
 
+/** Every test server's settings (see `testServerConfig`), for tests that call `startServer` themselves. */
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
-  const defaults = loadConfig({});
-  return {
-    ...defaults,
-    // Small pools: many test servers share one PostgreSQL (and its max_connections) with others.
-    postgres: { ...defaults.postgres, poolSize: 4 },
-    port: 0,
-    host: "127.0.0.1",
-    databaseUrl,
-    tokens: [TOKEN, OTHER_TOKEN],
-    logLevel: "silent",
-    // Many tests send wrong tokens from 127.0.0.1 on purpose; the failed-authentication limit
-    // would turn their 401s into 429s. It has its own tests (rate-limits.test.ts), which set it.
-    rateLimits: { ...defaults.rateLimits, authFailures: null },
-    ...overrides,
-  };
+  return testServerConfig(loadConfig({}), databaseUrl, overrides);
 }
 
 /**
@@ -134,16 +124,10 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
  */
 export async function startTestServer(overrides: Partial<Config> = {}, shared?: { database: TestDatabase }): Promise<TestServer> {
   const database = shared?.database ?? (await createTestDatabase());
-  let running: RunningServer;
-  try {
-    running = await startServer({
-      config: testConfig(database.url, overrides),
-      logger: createLogger("silent"),
-    });
-  } catch (error) {
-    if (shared === undefined) await database.dispose();
-    throw error;
-  }
+  // Silent whatever the overrides' logLevel: tests that read the log start a server of their own.
+  const server = { loadConfig, startServer: (options: { config: Config }) => startServer({ ...options, logger: createLogger("silent") }) };
+  // A shared database outlives this server: it is not handed over to be disposed.
+  const running = await startRealServer(server, { config: overrides, database: shared === undefined ? database : { url: database.url } });
   const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
   const served = JSON.parse(servedText.text) as OpenApiDoc;
   servedContracts.set(running.url, new ResponseContract("served /openapi.json", served, { errorFallback: false }));
@@ -153,7 +137,6 @@ export async function startTestServer(overrides: Partial<Config> = {}, shared?: 
   const close = async () => {
     servedContracts.delete(running.url);
     await running.close();
-    if (shared === undefined) await database.dispose();
   };
   return {
     ...running,

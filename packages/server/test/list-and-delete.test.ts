@@ -1,7 +1,7 @@
 import { Agent, request } from "node:http";
 import { encodePageCursor as cursor } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkAnswer } from "./contract.ts";
+import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt, expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
 
 let server: TestServer;

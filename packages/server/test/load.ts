@@ -1,5 +1,5 @@
 import { Agent, request as httpRequest } from "node:http";
-import { checkAnswer } from "./contract.ts";
+import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt } from "./harness.ts";
 
 /** One plant a load test sends, with the exact answer a 200 must carry. */

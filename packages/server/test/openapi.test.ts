@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCodes } from "@plantstore/schema";
 import { existsSync, readFileSync } from "node:fs";
-import { ResponseContract, seedDocument, sharedSeedUrl, vendoredSeedUrl } from "./contract.ts";
+import { ResponseContract } from "@plantstore/test-support/response-contract";
+import { seedDocument, sharedSeedUrl, vendoredSeedUrl } from "@plantstore/test-support/seed-document";
 import { startTestServer, type TestServer } from "./harness.ts";
 
 let server: TestServer;
@@ -35,7 +36,7 @@ function missingDetails(seed: unknown, served: unknown, path = "$"): string[] {
 }
 
 describe("the seed interface", () => {
-  it("is vendored in spec/ unchanged from ../shared/seed", () => {
+  it("is vendored in @plantstore/test-support unchanged from ../shared/seed", () => {
     const vendored = readFileSync(vendoredSeedUrl, "utf8");
     if (existsSync(sharedSeedUrl)) expect(JSON.parse(vendored)).toEqual(JSON.parse(readFileSync(sharedSeedUrl, "utf8")));
     expect(JSON.parse(vendored)).toEqual(seedDocument);

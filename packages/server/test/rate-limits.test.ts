@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { Redis } from "ioredis";
+import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
@@ -70,7 +72,7 @@ describe("the per-token limit", () => {
 });
 
 describe("the failed-authentication limit per client address", () => {
-  it("refuses an address with 429 once over it, even with a valid token, until the window ends", async () => {
+  it("refuses an address's wrong tokens with 429 once over it, until the window ends; valid tokens are still served", async () => {
     await using server = await startTestServer({
       rateLimits: { token: null, authFailures: { name: "auth-failures", points: 3, windowSec: 2 } },
     });
@@ -78,15 +80,19 @@ describe("the failed-authentication limit per client address", () => {
     for (let i = 0; i < 3; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     const refused = await server.send({ method: "GET", path: "/plants", headers: { authorization: "Bearer wrong-4" } });
     const retryAfter = expectRateLimited(refused, "auth-failures", 3, 2);
-    // While blocked, nothing is checked: a right guess would not be told apart from a wrong one.
-    expectRateLimited(await get(server.url, token), "auth-failures", 3, 2);
+    // While blocked, a wrong token gets 429 and a valid one is served: one guesser behind a shared
+    // address must not lock its honest neighbours out (issue 17).
+    expectRateLimited(await get(server.url, "wrong-5"), "auth-failures", 3, 2);
+    expect((await get(server.url, token)).status).toBe(200);
     // Missing tokens are not guesses: still the plain 401.
     expectErrorShape(await get(server.url), 401, 40100);
     const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(metrics.status).toBe(429);
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="auth_failures"\} 2/);
 
     await sleep(retryAfter * 1000 + 100);
     expect((await get(server.url, token)).status).toBe(200);
+    expectErrorShape(await get(server.url, "wrong-6"), 401, 40101);
   });
 });
 
@@ -104,18 +110,20 @@ const getVia = (url: string, forwardedFor: string | undefined, token?: string) =
 describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRUSTED_PROXIES)", () => {
   const authFailures = { name: "auth-failures", points: 3, windowSec: 60 };
 
-  it("limits each X-Forwarded-For client separately: A is locked out, B and a valid token from B are not", async () => {
+  it("limits each X-Forwarded-For client separately: A's guesses are locked out, B's are not, valid tokens never", async () => {
     await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
     const { token } = await issueToken(databaseUrlOf(server));
     const [a, b] = ["203.0.113.7", "198.51.100.9"];
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, a, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, a, "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, a, token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, a, "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, a, token)).status).toBe(200);
 
     expectErrorShape(await getVia(server.url, b, "wrong-b"), 401, 40101);
     expect((await getVia(server.url, b, token)).status).toBe(200);
     // The proxy's own address (a request without the header) is a client of its own too.
     expect((await getVia(server.url, undefined, token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, undefined, "wrong-proxy"), 401, 40101);
   });
 
   it("keys on the proxy's entry, not a spoofed one the client put left of it (`spoof, real`)", async () => {
@@ -125,10 +133,13 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     // A new spoofed entry on every guess buys no new allowance.
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, ${real}`, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, `198.51.100.99, ${real}`, "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, real, token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, real, "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, real, token)).status).toBe(200);
     // The addresses it spoofed were never charged.
     expect((await getVia(server.url, "198.51.100.0", token)).status).toBe(200);
     expect((await getVia(server.url, `${real}, 198.51.100.1`, token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, "198.51.100.0", "wrong-6"), 401, 40101);
+    expectErrorShape(await getVia(server.url, `${real}, 198.51.100.1`, "wrong-7"), 401, 40101);
   });
 
   it("walks past every trusted hop: behind two proxies, the client left of the inner one is keyed", async () => {
@@ -139,8 +150,10 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     const { token } = await issueToken(databaseUrlOf(server));
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, 203.0.113.7, 10.0.0.${i + 1}`, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, "203.0.113.7, 10.0.0.9", "wrong-4"), "auth-failures", 3, 60);
-    expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+    expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-5"), "auth-failures", 3, 60);
+    expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
     expect((await getVia(server.url, "203.0.113.8, 10.0.0.1", token)).status).toBe(200);
+    expectErrorShape(await getVia(server.url, "203.0.113.8, 10.0.0.1", "wrong-6"), 401, 40101);
   });
 
   for (const [title, trustedProxies] of [
@@ -152,8 +165,10 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
       const { token } = await issueToken(databaseUrlOf(server));
       for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}`, `wrong-${i}`), 401, 40101);
       expectRateLimited(await getVia(server.url, "198.51.100.99", "wrong-4"), "auth-failures", 3, 60);
-      expectRateLimited(await getVia(server.url, undefined, token), "auth-failures", 3, 60);
-      expectRateLimited(await getVia(server.url, "203.0.113.7", token), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, undefined, "wrong-5"), "auth-failures", 3, 60);
+      expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-6"), "auth-failures", 3, 60);
+      expect((await getVia(server.url, undefined, token)).status).toBe(200);
+      expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
     });
   }
 });
@@ -293,5 +308,174 @@ describe("the per-token limit shared through Redis by two server processes", () 
     expectRateLimited(await get(a.url, token), "token", 5, 60);
     expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
     for (const server of servers) expect(server.output()).not.toContain(token);
+  });
+});
+
+const ISSUER = "https://idp.example.test/";
+const AUDIENCE = "plantstore";
+const claims = (overrides: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: "client-42",
+  scope: "plants:read",
+  exp: Math.floor(Date.now() / 1000) + 600,
+  ...overrides,
+});
+
+/** A JWKS endpoint on an ephemeral port that counts its fetches: each one is a key lookup a signature check needed. */
+async function startJwksServer(keys: unknown[]): Promise<{ url: string; fetches(): number; close(): void }> {
+  let fetches = 0;
+  const server = createHttpServer((_, res) => {
+    fetches++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ keys }));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`,
+    fetches: () => fetches,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
+    },
+  };
+}
+
+describe("valid tokens from an address over its failed-authentication limit (issue 17)", () => {
+  it("are served (static, issued, JWT); wrong ones get 429 without a signature check each, and 401 again after the window", async () => {
+    const signer = await generateKeyPair("RS256", { extractable: true });
+    const stranger = await generateKeyPair("RS256");
+    const jwks = await startJwksServer([{ ...(await exportJWK(signer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }]);
+    const sign = (payload: JWTPayload, key = signer.privateKey, kid = "k1") => new SignJWT(payload).setProtectedHeader({ alg: "RS256", kid }).sign(key);
+    // window / points = 1 s: the pace of full checks a blocked address gets.
+    const authFailures = { name: "auth-failures", points: 5, windowSec: 5 };
+    try {
+      await using server = await startTestServer({
+        // cooldownMs 0: every token naming an unknown `kid` fetches the key set again, so fetches count checks.
+        jwt: { issuer: ISSUER, audience: AUDIENCE, keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 }, clockSkewSec: 30 },
+        rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures },
+      });
+      const issued = await issueToken(databaseUrlOf(server));
+      // Until the server has seen the new token (its cache is dropped at every token change), as a
+      // caller would find it: the issued token is first used from the blocked address, and stays cached.
+      await sleep(1_000);
+      const jwt = await sign(claims());
+
+      for (let i = 0; i < 5; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
+      expectRateLimited(await get(server.url, "wrong-5"), "auth-failures", 5, 5);
+
+      // Neither the issued token nor the JWT was seen before: each gets a full check, and then is remembered.
+      for (let round = 0; round < 2; round++) {
+        const asStatic = await get(server.url, TOKEN);
+        expect(asStatic.status).toBe(200);
+        expect(asStatic.headers["ratelimit"]).toBeUndefined();
+        for (const token of [issued.token, jwt]) {
+          const served = await get(server.url, token);
+          expect(served.status).toBe(200);
+          // Still under its own per-token limit.
+          expect(served.headers["ratelimit"]).toMatch(new RegExp(`^"token";r=${99 - round};t=\\d+$`));
+        }
+      }
+
+      // Wrong tokens of every shape: 429, never 401, while the window lasts.
+      const wrong = [
+        "wrong-6",
+        issued.token.slice(0, -3) + "zzz",
+        `ps_${"0".repeat(16)}_${"A".repeat(43)}`,
+        await sign(claims({ exp: Math.floor(Date.now() / 1000) - 3600 })),
+        await sign(claims({ aud: "someone-else" })),
+        await sign(claims(), stranger.privateKey),
+      ];
+      for (const token of wrong) expectRateLimited(await get(server.url, token), "auth-failures", 5, 5);
+
+      // A flood of well-formed JWTs under a key the server does not know: unblocked, each would fetch
+      // the key set; blocked, at most one check a second runs, the rest are refused from memory.
+      const fetched = jwks.fetches();
+      const started = Date.now();
+      let retryAfter = 0;
+      for (let i = 0; i < 20; i++) {
+        retryAfter = expectRateLimited(await get(server.url, await sign(claims({ jti: `flood-${i}` }), stranger.privateKey, "k-unknown")), "auth-failures", 5, 5);
+      }
+      expect(jwks.fetches() - fetched).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1000));
+      // Tokens already verified are still served at once in the middle of the flood.
+      for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+
+      await sleep(retryAfter * 1000 + 100);
+      // A new window, a new allowance (of five failures).
+      for (const token of [wrong[0]!, wrong[1]!, wrong[3]!, wrong[5]!]) expectErrorShape(await get(server.url, token), 401, 40101);
+      for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+    } finally {
+      jwks.close();
+    }
+  });
+});
+
+describe("a valid issued token from a blocked address when the token cache is overdue for its change check", () => {
+  it("is served after the change check every request shares, not sent to the address's one full check", async () => {
+    await using server = await startTestServer({ rateLimits: { token: null, authFailures: { name: "auth-failures", points: 2, windowSec: 10 } } });
+    const issued = await issueToken(databaseUrlOf(server));
+    await sleep(1_000);
+    expect((await get(server.url, issued.token)).status).toBe(200);
+    for (let i = 0; i < 2; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
+    expectRateLimited(await get(server.url, "wrong-2"), "auth-failures", 2, 10);
+    // A token id never seen takes the address's full check for the next 5 s (window / points)...
+    expectRateLimited(await get(server.url, `ps_${"0".repeat(16)}_${"A".repeat(43)}`), "auth-failures", 2, 10);
+    // ...and the server stalls past the 750 ms its token cache is trusted without a change check.
+    // (On SQLite the overdue poll runs, and ends, before the request is read; on PostgreSQL the
+    // check is a round trip, so the request finds the cache overdue.)
+    const stalledUntil = Date.now() + 1_000;
+    while (Date.now() < stalledUntil);
+    expect((await get(server.url, issued.token)).status).toBe(200);
+  });
+});
+
+/** Two server processes sharing one database and the real Redis, as in the per-token test above. */
+describe("valid tokens from a blocked address, two server processes sharing Redis (issue 17)", () => {
+  it("serves valid static, issued and JWT tokens on both; a wrong token gets 429 on both, then 401 after the window", async () => {
+    const redisUrl = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+    const prefix = `plantstore-test:${randomUUID()}:`;
+    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+    await redis.connect();
+    await using database = await createTestDatabase();
+    const secret = "a-shared-hmac-secret-of-32-characters-or-more";
+    const staticToken = `static-${randomUUID()}`;
+    const env = {
+      DATABASE_URL: database.url,
+      PLANTSTORE_TOKENS: staticToken,
+      REDIS_URL: redisUrl,
+      PLANTSTORE_REDIS_PREFIX: prefix,
+      PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: "3/6s",
+      PLANTSTORE_JWT_ISSUER: ISSUER,
+      PLANTSTORE_JWT_AUDIENCE: AUDIENCE,
+      PLANTSTORE_JWT_SECRET: secret,
+    };
+    const servers: ServerProcess[] = [];
+    try {
+      servers.push(await startServerProcess(env));
+      servers.push(await startServerProcess(env));
+      const [a, b] = servers as [ServerProcess, ServerProcess];
+      const issued = await issueToken(database.url);
+      const jwt = await new SignJWT(claims()).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode(secret));
+
+      // Three failures between them use up the shared allowance; the next one on either is refused.
+      for (const server of [a, b, a]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
+      expectRateLimited(await get(b.url, "wrong"), "auth-failures", 3, 6);
+      expectRateLimited(await get(a.url, "wrong"), "auth-failures", 3, 6);
+
+      let retryAfter = 0;
+      for (const server of [a, b]) {
+        for (const token of [staticToken, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
+        retryAfter = expectRateLimited(await get(server.url, issued.token.slice(0, -1) + "x"), "auth-failures", 3, 6);
+      }
+      await sleep(retryAfter * 1000 + 100);
+      for (const server of [a, b]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
+      for (const server of servers) expect(server.output()).not.toContain(issued.token);
+    } finally {
+      for (const server of servers) await server.stop();
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
   });
 });

@@ -1,9 +1,8 @@
-import { once } from "node:events";
-import { createServer, Agent, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { Agent } from "node:http";
+import { checkingFetch } from "@plantstore/test-support/checked-fetch";
+import { startStandInServer, type CannedAnswer, type StandInServer } from "@plantstore/test-support/stand-in-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appRouter, buildOpenApiDocument, loadConfig } from "../src/index.ts";
-import { checkingFetch, seedDocument } from "./contract.ts";
 import { rawRequest, startTestServer } from "./harness.ts";
 import { postPlant, randomPlant } from "./load.ts";
 import { openRaw, parseAnswers } from "./raw-socket.ts";
@@ -12,8 +11,7 @@ import { openRaw, parseAnswers } from "./raw-socket.ts";
  * The request helpers check every answer against the seed and the served documents. These tests
  * prove they can fail: a stand-in server answers off the interface, and each helper must refuse.
  */
-type Canned = { status: number; type?: string; body: string };
-const ANSWERS: Record<string, Canned> = {
+const ANSWERS: Record<string, CannedAnswer> = {
   "POST /plants": { status: 200, type: "application/json", body: '{"tag":"no name"}' },
   "GET /plants": { status: 200, type: "application/json", body: '[{"name":"no id"}]' },
   "DELETE /plants/7": { status: 200, type: "application/json", body: "{}" },
@@ -21,23 +19,19 @@ const ANSWERS: Record<string, Canned> = {
   "GET /whoami": { status: 401, type: "application/json", body: '{"error":"40100","message":"m"}' },
   "GET /healthz": { status: 200, type: "text/plain", body: "ok" },
   "GET /readyz": { status: 503, type: "text/plain", body: "down" },
-  "GET /openapi.json": { status: 200, type: "application/json", body: JSON.stringify(seedDocument) },
 };
 
-let stand: Server;
+// It serves the seed as its /openapi.json.
+let stand: StandInServer;
 let url: string;
 beforeAll(async () => {
-  stand = createServer((req, res) => {
-    const canned = ANSWERS[`${req.method} ${req.url}`] ?? { status: 500, type: "application/json", body: '{"error":50000,"message":"m"}' };
-    res.writeHead(canned.status, canned.type === undefined ? {} : { "content-type": canned.type }).end(canned.body);
-  });
-  stand.listen(0, "127.0.0.1");
-  await once(stand, "listening");
-  url = `http://127.0.0.1:${(stand.address() as AddressInfo).port}`;
+  stand = await startStandInServer(
+    (req) => ANSWERS[`${req.method} ${req.url}`] ?? { status: 500, type: "application/json", body: '{"error":50000,"message":"m"}' },
+  );
+  url = stand.url;
 });
 afterAll(async () => {
-  stand.closeAllConnections();
-  await new Promise((resolve) => stand.close(resolve));
+  await stand.close();
 });
 
 describe("rawRequest (and so every server test's send) with an answer off the interface", () => {

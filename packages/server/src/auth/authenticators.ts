@@ -1,4 +1,4 @@
-import type { Authenticator, Principal } from "./principal.ts";
+import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
 
 type Result = Principal | undefined | Promise<Principal | undefined>;
@@ -21,6 +21,21 @@ export function chainAuthenticators(authenticators: readonly Authenticator[]): A
   };
   return {
     authenticate: (token) => from(0, token, sha256(token)),
+    // In the same order as authenticate. One "unknown" makes the whole answer unknown: only that
+    // authenticator's full check could tell.
+    authenticateFromMemory(token) {
+      const digest = sha256(token);
+      const recall = (index: number, verdict: MemoryVerdict): MemoryVerdict | Promise<MemoryVerdict> => {
+        for (let i = index; i < authenticators.length; i++) {
+          const said = authenticators[i]!.authenticateFromMemory?.(token, digest) ?? "unknown";
+          if (said instanceof Promise) return said.then((s) => (typeof s === "object" ? s : recall(i + 1, s === "unknown" ? s : verdict)));
+          if (typeof said === "object") return said;
+          if (said === "unknown") verdict = said;
+        }
+        return verdict;
+      };
+      return recall(0, "invalid");
+    },
     async close() {
       await Promise.all(authenticators.map((a) => a.close?.()));
     },

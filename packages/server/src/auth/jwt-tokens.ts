@@ -1,6 +1,6 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { ApiError } from "../errors.ts";
-import type { Authenticator, Principal } from "./principal.ts";
+import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
 
 export type JwtOptions = {
@@ -89,7 +89,41 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
       }
       return verify(token, key, now);
     },
+    // Only the exact token string verified lately is valid from memory: one could not be guessed
+    // without forging a signature. The rest is judged without one (see `couldVerify`).
+    authenticateFromMemory(token, digest): MemoryVerdict {
+      if (!COMPACT_JWS.test(token)) return "invalid";
+      const now = Date.now();
+      const cached = verified.get((digest ?? sha256(token)).toString("latin1"));
+      if (cached !== undefined && now < cached.until) return cached.principal;
+      return couldVerify(token, now) ? "unknown" : "invalid";
+    },
   };
+
+  /**
+   * Whether a token could pass jwtVerify, judged by its header and claims, without the signature:
+   * a malformed or expired token, or one for another issuer, audience or algorithm, needs no
+   * signature check to be refused. Each test is one jwtVerify makes too, so a token that would
+   * verify is never called invalid here.
+   */
+  function couldVerify(token: string, now: number): boolean {
+    let alg: unknown, payload: JWTPayload;
+    try {
+      ({ alg } = decodeProtectedHeader(token));
+      payload = decodeJwt(token);
+    } catch {
+      return false;
+    }
+    const { iss, aud, exp } = payload;
+    return (
+      typeof alg === "string" &&
+      algorithms.includes(alg) &&
+      iss === options.issuer &&
+      (aud === options.audience || (Array.isArray(aud) && aud.includes(options.audience))) &&
+      typeof exp === "number" &&
+      exp > Math.floor(now / 1000) - options.clockSkewSec
+    );
+  }
 
   async function verify(token: string, cacheKey: string, now: number): Promise<Principal | undefined> {
     let payload: JWTPayload;

@@ -18,6 +18,13 @@ export const ALL_SCOPES = ["plants:read", "plants:write"] as const;
 export type Scope = (typeof ALL_SCOPES)[number];
 
 /**
+ * What an authenticator can tell from what it holds in memory: the principal; `"invalid"` when
+ * the token cannot be valid; `"unknown"` when only a signature check or a database lookup would
+ * tell (a token it has not seen lately).
+ */
+export type MemoryVerdict = Principal | "invalid" | "unknown";
+
+/**
  * The one seam between a presented bearer token and a principal. `undefined` means "not a valid
  * token" (401); a thrown ApiError (e.g. the token database is unreachable) is answered as it is.
  * `digest` is the token's SHA-256, when the caller has it already: every kind of token is looked
@@ -25,6 +32,13 @@ export type Scope = (typeof ALL_SCOPES)[number];
  */
 export interface Authenticator {
   authenticate(token: string, digest?: Buffer): Promise<Principal | undefined> | Principal | undefined;
+  /**
+   * The same decision from memory alone, for a client address over its failed-authentication
+   * limit (see http/authenticate.ts): never a signature check or a lookup of the token. It may
+   * wait only for work every request shares (the issued tokens' change check). Without it, every
+   * token counts as `"unknown"`.
+   */
+  authenticateFromMemory?(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict>;
   /** Stops background work (cache refresh, last-used flush) and flushes what it holds. */
   close?(): Promise<void>;
 }

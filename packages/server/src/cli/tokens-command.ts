@@ -1,12 +1,11 @@
 import type { Command } from "commander";
 import { newOpaqueToken } from "../auth/opaque-token.ts";
 import { ALL_SCOPES } from "../auth/principal.ts";
-import type { Config } from "../config.ts";
 import { openStore, openTokenStore } from "../storage/open-store.ts";
 import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
+import { closingAfter, configFrom, databaseUrlOption } from "./command-config.ts";
 
 type DbOptions = { databaseUrl?: string };
-type ConfigFrom = (options: DbOptions) => Config;
 
 const UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
@@ -68,23 +67,18 @@ function table(rows: string[][]): string {
  * configured database, beside running servers (they notice within a second). Run where the
  * database is: it is the administrator's tool, not an API.
  */
-export function addTokensCommand(program: Command, configFrom: ConfigFrom): void {
+export function addTokensCommand(program: Command): void {
   const withStore = async <T>(options: DbOptions, work: (store: TokenStore) => Promise<T>): Promise<T> => {
     const { databaseUrl, postgres } = configFrom(options);
     if (databaseUrl === "sqlite::memory:") throw new Error("tokens commands need a database the server also uses, not sqlite::memory:");
     // Applies pending migrations first, as the server would.
     await (await openStore(databaseUrl, { postgres })).close();
-    const store = await openTokenStore(databaseUrl, "admin", { postgres });
-    try {
-      return await work(store);
-    } finally {
-      await store.close();
-    }
+    return closingAfter(await openTokenStore(databaseUrl, "admin", { postgres }), work);
   };
   const out = (text: string) => process.stdout.write(`${text}\n`);
 
   const tokens = program.command("tokens").description("Issue, list and revoke API tokens (ps_…).");
-  const dbOption = ["--database-url <url>", "the server's database: sqlite:<path> or postgres://… (env DATABASE_URL)"] as const;
+  const dbOption = () => databaseUrlOption("the server's database: sqlite:<path> or postgres://…");
 
   tokens
     .command("create")
@@ -92,7 +86,7 @@ export function addTokensCommand(program: Command, configFrom: ConfigFrom): void
     .requiredOption("--name <label>", "what the token is for, e.g. ci-importer (unique among active tokens)")
     .requiredOption("--scopes <list>", `comma-separated: ${ALL_SCOPES.join(", ")}`)
     .option("--expires-in <duration>", "lifetime, e.g. 30d, 12h, 90m (default: never expires)")
-    .option(...dbOption)
+    .addOption(dbOption())
     .option("--json", "print the token and its details as JSON")
     .action(async (options: DbOptions & { name: string; scopes: string; expiresIn?: string; json?: boolean }) => {
       const name = checkName(options.name);
@@ -119,7 +113,7 @@ export function addTokensCommand(program: Command, configFrom: ConfigFrom): void
   tokens
     .command("list")
     .description("List tokens: id, name, scopes, created, expires, last used, status. Never the secret.")
-    .option(...dbOption)
+    .addOption(dbOption())
     .option("--json", "machine-readable output")
     .action(async (options: DbOptions & { json?: boolean }) => {
       const list = await withStore(options, (store) => store.listTokens());
@@ -144,7 +138,7 @@ export function addTokensCommand(program: Command, configFrom: ConfigFrom): void
     .command("revoke")
     .description("Revoke a token by id or by name; every server refuses it within a second.")
     .argument("<id-or-name>", "the token's id (from `tokens list`) or the name of an active token")
-    .option(...dbOption)
+    .addOption(dbOption())
     .option("--json", "machine-readable output")
     .action(async (idOrName: string, options: DbOptions & { json?: boolean }) => {
       const now = Date.now();

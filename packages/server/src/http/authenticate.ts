@@ -2,7 +2,7 @@ import type Koa from "koa";
 import { INVALID_TOKEN_CHALLENGE, REALM_CHALLENGE } from "../auth/challenge.ts";
 import { readBearer } from "../auth/bearer.ts";
 import type { Authenticator, Principal } from "../auth/principal.ts";
-import type { RateLimits } from "../rate-limit/rate-limits.ts";
+import type { AddressBlock, RateLimits } from "../rate-limit/rate-limits.ts";
 import { ApiError } from "../errors.ts";
 import type { ClientAddress } from "./client-address.ts";
 
@@ -12,8 +12,10 @@ const tooManyRequests = (headers: Record<string, string>) =>
 /**
  * Turns a request's `Authorization` header into a principal, or throws the catalogued answer:
  * 401 without a token (plain challenge) or with a bad one (`error="invalid_token"`), 429 when the
- * client address is over its failed-authentication limit or the token over its request limit.
- * The RateLimit fields of the per-token limit are set on the response either way.
+ * token is over its request limit, or when it is not valid and the client address is over its
+ * failed-authentication limit. A valid token is served whatever its address did: behind a shared
+ * NAT one guesser must not lock every honest caller out. The RateLimit fields of the per-token
+ * limit are set on the response either way.
  */
 export async function authenticateRequest(
   ctx: Koa.Context,
@@ -28,15 +30,19 @@ export async function authenticateRequest(
   // Worked out only when needed (an address is blocked, or a guess failed), not on every request.
   let address: string | undefined;
   const addressOfClient = () => (address ??= clientAddress(ctx.req));
-  // A guesser over its limit is refused before any token is checked.
-  const blocked = limits?.addressBlocked(addressOfClient);
-  if (blocked !== undefined) throw tooManyRequests(blocked.headers);
 
-  const principal = bearer.kind === "token" ? await authenticator.authenticate(bearer.token) : undefined;
-  if (principal === undefined) {
-    const refused = await limits?.recordAuthFailure(addressOfClient());
-    if (refused !== undefined) throw tooManyRequests(refused.headers);
-    throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", { headers: { "WWW-Authenticate": INVALID_TOKEN_CHALLENGE } });
+  let principal: Principal | undefined;
+  const block = limits?.addressBlocked(addressOfClient);
+  if (block !== undefined) {
+    principal = bearer.kind === "token" ? await authenticateBlocked(authenticator, bearer.token, block) : undefined;
+    if (principal === undefined) throw tooManyRequests(block.refuse().headers);
+  } else {
+    principal = bearer.kind === "token" ? await authenticator.authenticate(bearer.token) : undefined;
+    if (principal === undefined) {
+      const refused = await limits?.recordAuthFailure(addressOfClient());
+      if (refused !== undefined) throw tooManyRequests(refused.headers);
+      throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", { headers: { "WWW-Authenticate": INVALID_TOKEN_CHALLENGE } });
+    }
   }
 
   const decision = principal.rateLimitKey === null ? undefined : await limits?.consumeToken(principal.rateLimitKey);
@@ -44,5 +50,39 @@ export async function authenticateRequest(
     if (!decision.allowed) throw tooManyRequests(decision.headers);
     for (const [name, value] of Object.entries(decision.headers)) ctx.set(name, value);
   }
+  return principal;
+}
+
+/**
+ * A token from an address over its failed-authentication limit: its principal, or undefined for a
+ * 429 (never a 401, so the guesser learns nothing a wrong guess did not already tell). A guesser's
+ * flood must stay cheap, so first only what is in memory is asked (no signature check, no lookup
+ * of the token, no Redis round trip):
+ * - `PLANTSTORE_TOKENS`: the usual constant-time comparison of the SHA-256 digest with every one;
+ * - issued `ps_` tokens: the record cached by the token's public id (also cached when no such id
+ *   exists), compared in constant time, expiry and revocation checked, as on every request (and,
+ *   if the background poll fell behind, after the one change check all requests share);
+ * - JWTs: only the exact token string verified within the last minute (looked up by its digest);
+ *   a malformed or expired one, or one for another issuer, audience or algorithm, is refused from
+ *   its header and claims alone.
+ * Timing shows at most the token's shape, whether its public id is cached and whether a full check
+ * ran, never how much of a secret matched. A token memory cannot decide (a `ps_` id or a JWT this
+ * instance has not seen lately) gets the usual full check only when the address's slot is free
+ * (see AddressBlock): at most one failed check per window/points, the pace the limit allows
+ * anyway, and a valid token frees the slot again. Under a flood of such tokens an honest caller's
+ * first request may get 429; once its token is cached (a `ps_` record until the next token is
+ * created or revoked, a JWT for a minute) it is served at once.
+ *
+ * Brute force: right and wrong guesses are told apart as for any address (200 against 429), at
+ * whatever rate the server answers. That is safe because a guess has to hit a 256-bit `ps_`
+ * secret or a JWT signature; `PLANTSTORE_TOKENS` are only as strong as the operator made them
+ * (`dev` makes 256-bit ones).
+ */
+async function authenticateBlocked(authenticator: Authenticator, token: string, block: AddressBlock): Promise<Principal | undefined> {
+  const verdict = await (authenticator.authenticateFromMemory?.(token) ?? "unknown");
+  if (verdict !== "unknown") return verdict === "invalid" ? undefined : verdict;
+  if (!block.claimFullCheck()) return undefined;
+  const principal = await authenticator.authenticate(token);
+  if (principal !== undefined) block.releaseFullCheck();
   return principal;
 }

@@ -46,7 +46,8 @@ const BEARER_DESCRIPTION =
   "scoped and revocable), JWTs from the configured identity provider (scopes from `scope` or `scp`), and the " +
   "development tokens of `PLANTSTORE_TOKENS` (every scope). Scopes: `plants:read` lists plants, " +
   "`plants:write` creates and deletes them; each operation's `security` names the scopes it needs. " +
-  "Requests are limited per token and failed authentications per client address (429 with `Retry-After`).";
+  "Requests are limited per token, and failed authentications per client address: once an address is over that limit, " +
+  "its requests with a token that is not valid get 429 with `Retry-After` (not 401) until the window ends; valid tokens are still served.";
 
 const STATUS_SUMMARY: Record<number, string> = {
   400: "Unexpected error",
@@ -56,7 +57,10 @@ const STATUS_SUMMARY: Record<number, string> = {
   409: "A different plant is already stored under this id",
   413: "The body is larger than the configured limit",
   415: "The body is not application/json, or is sent with a Content-Encoding other than identity",
-  429: "Rate limited",
+  429:
+    'Rate limited: the token is over its request limit (policy `"token"`), or the token is not valid and the client address ' +
+    'is over its failed-authentication limit (policy `"auth-failures"`). A valid token is served whatever its address did, ' +
+    "so another caller's wrong guesses from a shared address (NAT, office, proxy) never lock it out.",
   500: "Unexpected server failure",
   503: "The database is unreachable, or the server holds as many connections as it accepts",
 };

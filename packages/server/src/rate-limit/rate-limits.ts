@@ -80,6 +80,45 @@ class Counter {
   }
 }
 
+/**
+ * A client address over its failed-authentication limit, until its window ends. A request from it
+ * is refused unless its token is valid (http/authenticate.ts decides that from memory); a token
+ * memory cannot decide gets a full check (a signature check, a token-database lookup) only in the
+ * address's one slot: at most one failed full check per `window / points` seconds, the pace the
+ * limit allows any address anyway, however fast the requests come.
+ */
+export class AddressBlock {
+  readonly until: number;
+  readonly #policy: RateLimitPolicy;
+  readonly #metrics: Metrics;
+  #fullCheckAfter = 0;
+
+  constructor(until: number, policy: RateLimitPolicy, metrics: Metrics) {
+    this.until = until;
+    this.#policy = policy;
+    this.#metrics = metrics;
+  }
+
+  /** The refusal, with Retry-After at the end of the window, counted in the metrics. */
+  refuse(): LimitDecision {
+    this.#metrics.rateLimited.inc({ reason: "auth_failures" });
+    return refusal(this.#policy, this.until - Date.now());
+  }
+
+  /** Takes the slot for one full check; false while it is taken. */
+  claimFullCheck(): boolean {
+    const now = Date.now();
+    if (now < this.#fullCheckAfter) return false;
+    this.#fullCheckAfter = now + (this.#policy.windowSec * 1000) / this.#policy.points;
+    return true;
+  }
+
+  /** A full check that found a valid token frees the slot at once: valid tokens never use up the pace. */
+  releaseFullCheck(): void {
+    this.#fullCheckAfter = 0;
+  }
+}
+
 export type RateLimitsOptions = {
   /** Per token (per subject for JWTs); null turns it off. */
   token: RateLimitPolicy | null;
@@ -92,14 +131,14 @@ export type RateLimitsOptions = {
 
 /**
  * The two limits: requests per token, and failed authentications per client address (to slow
- * down guessing). Once an address is over its failure limit, it is refused before any token is
- * checked, from a local list, so a blocked guesser costs neither a verification nor a Redis
- * round trip; other instances learn of it at that address's next failure there.
+ * down guessing). Once an address is over its failure limit it is on a local list until the
+ * window ends (an AddressBlock), so requests from it cost no Redis round trip; other instances
+ * learn of it at that address's next failure there.
  */
 export class RateLimits {
   readonly #token: Counter | undefined;
   readonly #authFailures: Counter | undefined;
-  readonly #blockedUntil = new Map<string, number>();
+  readonly #blocked = new Map<string, AddressBlock>();
   readonly #logger: Logger;
   readonly #metrics: Metrics;
   #lastWarning = 0;
@@ -138,23 +177,19 @@ export class RateLimits {
   }
 
   /**
-   * A refusal when this address is over its failure limit (checked locally, before
-   * authentication). The address is asked for only when some address is blocked at all, so the
-   * usual request does not work it out.
+   * This address's block while it is over its failure limit, else undefined. The address is asked
+   * for only when some address is blocked at all, so the usual request does not work it out.
    */
-  addressBlocked(addressOf: () => string): LimitDecision | undefined {
-    const counter = this.#authFailures;
-    if (counter === undefined || this.#blockedUntil.size === 0) return undefined;
+  addressBlocked(addressOf: () => string): AddressBlock | undefined {
+    if (this.#blocked.size === 0) return undefined;
     const address = addressOf();
-    const until = this.#blockedUntil.get(address);
-    if (until === undefined) return undefined;
-    const left = until - Date.now();
-    if (left <= 0) {
-      this.#blockedUntil.delete(address);
+    const block = this.#blocked.get(address);
+    if (block === undefined) return undefined;
+    if (block.until <= Date.now()) {
+      this.#blocked.delete(address);
       return undefined;
     }
-    this.#metrics.rateLimited.inc({ reason: "auth_failures" });
-    return refusal(counter.policy, left);
+    return block;
   }
 
   /** Counts a failed authentication; a refusal when that puts the address over its limit. */
@@ -166,10 +201,10 @@ export class RateLimits {
       return undefined;
     } catch (thrown) {
       if (!(thrown instanceof RateLimiterRes)) throw thrown;
-      if (this.#blockedUntil.size >= MAX_BLOCKED_ADDRESSES) this.#blockedUntil.delete(this.#blockedUntil.keys().next().value!);
-      this.#blockedUntil.set(address, Date.now() + thrown.msBeforeNext);
-      this.#metrics.rateLimited.inc({ reason: "auth_failures" });
-      return refusal(counter.policy, thrown.msBeforeNext);
+      if (this.#blocked.size >= MAX_BLOCKED_ADDRESSES) this.#blocked.delete(this.#blocked.keys().next().value!);
+      const block = new AddressBlock(Date.now() + thrown.msBeforeNext, counter.policy, this.#metrics);
+      this.#blocked.set(address, block);
+      return block.refuse();
     }
   }
 }

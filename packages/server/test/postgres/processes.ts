@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createServer, request, type Agent, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { checkAnswer } from "../contract.ts";
+import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt } from "../harness.ts";
 
 /** Helpers for tests that run the built `plantstore-server` as real processes. */

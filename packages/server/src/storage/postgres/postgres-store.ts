@@ -1,9 +1,12 @@
 import type { Pool } from "pg";
 import type { NewPlant } from "@plantstore/schema";
+import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
+import { migrationStatus } from "../migrations.ts";
+import { plantFromRow, plantRow, samePlant, type PlantRow } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
-import { migratePostgres, postgresMigrations } from "./migrations.ts";
+import { migratePostgres } from "./migrations.ts";
 import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 
@@ -18,14 +21,7 @@ export type PostgresStoreOptions = PostgresSettings & {
   migrate?: boolean;
 };
 
-type PlantRow = { id: bigint; name: string; tag: string | null };
 type Stored = { name: string; tag: string | null };
-
-type PendingCreate = {
-  plant: PlantRow;
-  resolve: (outcome: CreateOutcome) => void;
-  reject: (error: unknown) => void;
-};
 
 /**
  * One statement writes a batch of plants and, for those that are new, their outbox events and
@@ -64,30 +60,26 @@ const MAX_SETTLE_ROUNDS = 8;
 /**
  * PostgreSQL backend, for many stateless instances on one database.
  *
- * Group commit: creations queue while earlier batches are in flight, then go as one multi-row
- * statement (one round trip, one commit, one WAL flush with `synchronous_commit=on`); each
- * caller's promise settles only after its batch has committed. Up to `maxBatchesInFlight` batches
- * run at once on separate connections.
+ * Creations go through the shared group commit (../group-commit.ts): they queue while earlier
+ * batches are in flight, then go as one multi-row statement (one round trip, one commit, one WAL
+ * flush with `synchronous_commit=on`). Up to `maxBatchesInFlight` batches run at once on separate
+ * connections.
  */
 export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #pool: Pool;
   readonly #webhooks: PostgresWebhookQueue;
-  readonly #maxBatchSize: number;
-  readonly #maxInFlight: number;
-  readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
+  readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
-  #queue: PendingCreate[] = [];
-  #inFlight = 0;
-  #scheduled = false;
-  #closed = false;
-  #drained: Array<() => void> = [];
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
     this.#webhooks = new PostgresWebhookQueue(pool);
-    this.#maxBatchSize = options.maxBatchSize ?? 512;
-    this.#maxInFlight = options.maxBatchesInFlight ?? Math.max(1, Math.min(4, options.poolSize - 1));
-    this.#onCommit = options.onCommit;
+    this.#creations = new GroupCommit({
+      commit: (plants) => this.#commit(plants),
+      maxBatchSize: options.maxBatchSize ?? 512,
+      maxBatchesInFlight: options.maxBatchesInFlight ?? Math.max(1, Math.min(4, options.poolSize - 1)),
+      onCommit: options.onCommit,
+    });
   }
 
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -101,64 +93,29 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   create(plant: NewPlant): Promise<CreateOutcome> {
-    if (this.#closed) return Promise.reject(new Error("the store is closed"));
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ plant: { id: plant.id, name: plant.name, tag: plant.tag ?? null }, resolve, reject });
-      this.#schedule();
-    });
+    return this.#creations.submit(plantRow(plant));
   }
 
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#queue.length === 0) return;
-    this.#scheduled = true;
-    // After the current I/O phase, so requests parsed together travel together.
-    setImmediate(() => {
-      this.#scheduled = false;
-      this.#send();
-    });
-  }
-
-  #send(): void {
-    while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.#maxBatchSize);
-      this.#inFlight++;
-      void this.#commit(batch).finally(() => {
-        this.#inFlight--;
-        // Whatever queued during that commit goes next, at once.
-        this.#send();
-        this.#checkDrained();
-      });
-    }
-  }
-
-  #checkDrained(): void {
-    if (this.#inFlight === 0 && this.#queue.length === 0) for (const done of this.#drained.splice(0)) done();
-  }
-
-  async #commit(batch: PendingCreate[]): Promise<void> {
+  async #commit(plants: PlantRow[]): Promise<CommittedBatch<CreateOutcome>> {
     const started = performance.now();
+    let stored: Map<bigint, Stored & { created: boolean }>;
     try {
-      const stored = await this.#settle(batch.map((p) => p.plant));
-      this.#onCommit?.(batch.length, performance.now() - started);
-      // The first request for an id in this batch is the one that created it; later ones compare.
-      const claimed = new Set<bigint>();
-      for (const pending of batch) {
-        const { id, name, tag } = pending.plant;
-        const result = stored.get(id)!;
-        if (result.created && !claimed.has(id)) {
-          claimed.add(id);
-          pending.resolve("created");
-        } else {
-          claimed.add(id);
-          pending.resolve(result.name === name && result.tag === tag ? "replayed" : "conflict");
-        }
-      }
+      stored = await this.#settle(plants);
     } catch (error) {
-      // Whether the batch committed is unknown (or it did not): no caller gets a 200. A retry is
-      // safe: a plant that was stored answers as a replay.
-      const failure = asStoreError(error);
-      for (const pending of batch) pending.reject(failure);
+      // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.
+      throw asStoreError(error);
     }
+    const commitMs = performance.now() - started;
+    // The first request for an id in this batch is the one that created it; later ones compare.
+    const claimed = new Set<bigint>();
+    const results = plants.map((plant): CreateOutcome => {
+      const result = stored.get(plant.id)!;
+      const first = !claimed.has(plant.id);
+      claimed.add(plant.id);
+      if (result.created && first) return "created";
+      return samePlant(result, plant) ? "replayed" : "conflict";
+    });
+    return { results, commitMs };
   }
 
   /**
@@ -220,27 +177,26 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       return await work();
     } catch (error) {
       const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
-      if (!isBrokenConnection(cause) || this.#closed) throw error;
+      if (!isBrokenConnection(cause) || this.#creations.closed) throw error;
       return work();
     }
   }
 
   async delete(id: bigint): Promise<DeleteOutcome> {
-    if (this.#closed) throw new Error("the store is closed");
+    this.#refuseWhenClosed();
     const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete");
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
-    if (this.#closed) throw new Error("the store is closed");
+    this.#refuseWhenClosed();
     const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"));
     const row = rows[0];
-    if (row === undefined) return undefined;
-    return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+    return row === undefined ? undefined : plantFromRow(row);
   }
 
   async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
-    if (this.#closed) throw new Error("the store is closed");
+    this.#refuseWhenClosed();
     // Four plain statements rather than `($1 IS NULL OR …)`, so each one is planned for its index.
     const [name, text, values] =
       tag === undefined
@@ -251,18 +207,18 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           ? ["plants_list_tag", "SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2", [tag, limit]]
           : ["plants_list_tag_after", "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3", [tag, after, limit]];
     const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
-    return rows.map((row) => (row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag }));
+    return rows.map(plantFromRow);
   }
 
   async ping(): Promise<void> {
-    if (this.#closed) throw new Error("the store is closed");
+    this.#refuseWhenClosed();
     await query(this.#pool, "SELECT 1");
   }
 
   async migrations(): Promise<MigrationStatus> {
-    if (this.#closed) throw new Error("the store is closed");
+    this.#refuseWhenClosed();
     const [row] = await query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations");
-    return { applied: Number(row?.n ?? 0), known: postgresMigrations.length };
+    return migrationStatus(row?.n ?? 0);
   }
 
   hasDueDeliveries(now: number): Promise<boolean> {
@@ -285,13 +241,14 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     this.#eventListeners.push(listener);
   }
 
+  #refuseWhenClosed(): void {
+    if (this.#creations.closed) throw new Error("the store is closed");
+  }
+
   /** Commits what is queued, then closes every connection. */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#inFlight > 0 || this.#queue.length > 0) {
-      await new Promise<void>((resolve) => this.#drained.push(resolve));
-    }
+    if (this.#creations.closed) return;
+    await this.#creations.close();
     await this.#pool.end();
   }
 }

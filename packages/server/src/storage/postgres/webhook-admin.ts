@@ -1,15 +1,7 @@
 import type { Pool } from "pg";
-import {
-  newSubscriberId,
-  type AttemptRow,
-  type DeliveryRow,
-  type ReplayOutcome,
-  type Subscriber,
-  type WebhookAdmin,
-} from "../webhook-admin.ts";
+import { newSubscriberId, type AttemptRow, type DeliveryRow, type ReplayOutcome, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
+import { attemptFromRow, deliveryFromRow, subscriberFromRow, type StoredAttempt, type StoredDelivery, type StoredSubscriber } from "../webhook-rows.ts";
 import { createPostgresPool, inTransaction, query, type PostgresSettings } from "./pool.ts";
-
-type SubscriberRow = { id: string; url: string; active: boolean; disabled_reason: string | null; created_at: bigint };
 
 /** Webhook administration on PostgreSQL; every instance sees a change with its next write. */
 export class PostgresWebhookAdmin implements WebhookAdmin {
@@ -24,21 +16,21 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
   }
 
   async add(url: string, secret: string): Promise<Subscriber> {
-    const rows = await query<SubscriberRow>(
+    const rows = await query<StoredSubscriber>(
       this.#pool,
       `INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ($1, $2, $3, $4)
        RETURNING id, url, active, disabled_reason, created_at`,
       [newSubscriberId(), url, secret, Date.now()],
     );
-    return toSubscriber(rows[0]!);
+    return subscriberFromRow(rows[0]!);
   }
 
   async list(): Promise<Subscriber[]> {
-    const rows = await query<SubscriberRow>(
+    const rows = await query<StoredSubscriber>(
       this.#pool,
       "SELECT id, url, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id",
     );
-    return rows.map(toSubscriber);
+    return rows.map(subscriberFromRow);
   }
 
   async remove(id: string): Promise<boolean> {
@@ -54,46 +46,23 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
 
   async deliveries(options: { failedOnly: boolean; limit: number }): Promise<DeliveryRow[]> {
     const where = options.failedOnly ? "WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)" : "";
-    const rows = await query<{
-      id: bigint;
-      message_id: string;
-      subscriber_id: string;
-      status: string;
-      attempts: number;
-      next_attempt_at: bigint;
-      last_status: number | null;
-      last_error: string | null;
-    }>(
+    const rows = await query<StoredDelivery>(
       this.#pool,
       `SELECT d.id, e.message_id, d.subscriber_id, d.status, d.attempts, d.next_attempt_at, d.last_status, d.last_error
        FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id ${where}
        ORDER BY d.id DESC LIMIT $1`,
       [options.limit],
     );
-    return rows.map((r) => ({
-      id: Number(r.id),
-      messageId: r.message_id,
-      subscriberId: r.subscriber_id,
-      status: r.status,
-      attempts: r.attempts,
-      nextAttemptAt: new Date(Number(r.next_attempt_at)).toISOString(),
-      lastStatus: r.last_status,
-      lastError: r.last_error,
-    }));
+    return rows.map(deliveryFromRow);
   }
 
   async attempts(deliveryId: number): Promise<AttemptRow[]> {
-    const rows = await query<{ attempted_at: bigint; status_code: number | null; error: string | null; duration_ms: number }>(
+    const rows = await query<StoredAttempt>(
       this.#pool,
       "SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id",
       [deliveryId],
     );
-    return rows.map((r) => ({
-      attemptedAt: new Date(Number(r.attempted_at)).toISOString(),
-      statusCode: r.status_code,
-      error: r.error,
-      durationMs: r.duration_ms,
-    }));
+    return rows.map(attemptFromRow);
   }
 
   async replay(id: number): Promise<ReplayOutcome> {
@@ -118,14 +87,4 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
       return outcome;
     });
   }
-}
-
-function toSubscriber(r: SubscriberRow): Subscriber {
-  return {
-    id: r.id,
-    url: r.url,
-    active: r.active,
-    disabledReason: r.disabled_reason,
-    createdAt: new Date(Number(r.created_at)).toISOString(),
-  };
 }

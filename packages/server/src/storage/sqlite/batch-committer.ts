@@ -1,5 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
+import type { ItemFailure } from "../group-commit.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import { samePlant, type PlantRow } from "../plant-rows.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, BatchRequest, BatchResult, ClaimedDelivery, ItemResult, WriteOp } from "./writer-protocol.ts";
 
@@ -53,7 +55,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   let eventsWritten = 0;
   let subscribersInBatch: boolean | undefined;
 
-  const insertOne = (plant: { id: bigint; name: string; tag: string | null }): CreateOutcome => {
+  const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
@@ -67,8 +69,8 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       }
       return "created";
     }
-    const existing = select.get(plant.id) as { name: string; tag: string | null } | undefined;
-    if (existing !== undefined && existing.name === plant.name && existing.tag === plant.tag) return "replayed";
+    const existing = select.get(plant.id) as Omit<PlantRow, "id"> | undefined;
+    if (existing !== undefined && samePlant(existing, plant)) return "replayed";
     return "conflict";
   };
 
@@ -136,7 +138,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     } catch (error) {
       return { kind: "failed", batchId: request.batchId, error: String(error) };
     }
-    const results: ItemResult[] = [];
+    const results: Array<ItemResult | ItemFailure> = [];
     for (const op of request.ops) {
       try {
         results.push(apply(op));

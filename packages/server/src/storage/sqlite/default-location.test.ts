@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { sqliteMigrations } from "./migrations.ts";
+import { migrations } from "../migrations.ts";
 
 const BIN = fileURLToPath(new URL("../../../dist/bin.js", import.meta.url));
 
@@ -33,7 +33,7 @@ describe("plantstore-server migrate without DATABASE_URL", () => {
       // journal_mode=WAL is a property of the file, so a second connection sees it.
       expect(db.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
       const versions = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all().map((r) => Number(r["version"]));
-      expect(versions).toEqual(sqliteMigrations.map((m) => m.version));
+      expect(versions).toEqual(migrations.map((m) => m.version));
       expect(db.prepare("SELECT type FROM pragma_table_info('plants') WHERE name = 'id'").get()).toEqual({ type: "INTEGER" });
     } finally {
       db.close();

@@ -3,10 +3,13 @@ import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import type { NewPlant } from "@plantstore/schema";
+import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
+import { migrationStatus } from "../migrations.ts";
+import { plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
-import { sqliteMigrations } from "./migrations.ts";
-import { createBatchCommitter } from "./batch-committer.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
+import { createBatchCommitter } from "./batch-committer.ts";
+import { migrateSqlite } from "./migrations.ts";
 import type {
   AttemptRecord,
   BatchRequest,
@@ -35,9 +38,6 @@ export type SqliteStoreOptions = {
   onCommit?: (batchSize: number, commitMs: number) => void;
 };
 
-type PlantRow = { id: bigint; name: string; tag: string | null };
-type PlantRowArray = [id: bigint, name: string, tag: string | null];
-
 /**
  * Rows as arrays where node:sqlite can (Node >= 22.16): no object with named keys built per row
  * only to be copied into a plant. A page of 101 rows took about half the time this way.
@@ -48,17 +48,6 @@ function rowsAsArrays(statement: StatementSync): StatementSync {
   return statement;
 }
 
-function plantFromRow(row: PlantRowArray | PlantRow): NewPlant {
-  const [id, name, tag] = Array.isArray(row) ? row : [row.id, row.name, row.tag];
-  return tag === null ? { id, name } : { id, name, tag };
-}
-
-type Pending = {
-  op: WriteOp;
-  resolve: (result: ItemResult) => void;
-  reject: (error: unknown) => void;
-};
-
 // Under vitest and `dev` this module runs from its .ts source, built it is .js: start the writer alike.
 const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js", import.meta.url);
 
@@ -66,26 +55,21 @@ const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts
  * The embedded default. Driver: Node's built-in `node:sqlite` (measured against better-sqlite3
  * 13, see the README): as fast or faster here, and no native addon to install.
  *
- * Group commit: creations queue here while the previous batch commits on the writer thread, then
- * go as one transaction with one fsync; each caller's promise settles only after its batch has
- * committed. The batch grows with the load by itself: the longer a commit takes, the more the next
- * one carries. Reads use their own connection on this thread (WAL lets them run beside the writer).
+ * Writes (creations, deletions, webhook bookkeeping) go through the shared group commit
+ * (../group-commit.ts), one batch at a time: the next batch queues while the previous one commits
+ * on the writer thread, as one transaction with one fsync. Reads use their own connection on this
+ * thread (WAL lets them run beside the writer).
  */
 export class SqliteStore implements PlantStore, WebhookQueue {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
   readonly #listStatements: Record<"all" | "after" | "tag" | "tagAfter", StatementSync>;
-  readonly #maxBatchSize: number;
-  readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
   readonly #init: WriterInit;
   readonly #inline: ((request: BatchRequest) => BatchResult) | undefined;
+  readonly #writes: GroupCommit<WriteOp, ItemResult>;
   #writer: Worker | undefined;
-  #queue: Pending[] = [];
-  #inFlight: { batchId: number; items: Pending[] } | undefined;
-  #scheduled = false;
+  #inFlight: { batchId: number; resolve: (batch: CommittedBatch<ItemResult>) => void; reject: (error: unknown) => void } | undefined;
   #nextBatchId = 1;
-  #closed = false;
-  #drained: Array<() => void> = [];
   readonly #eventListeners: Array<() => void> = [];
   #dueStatement: StatementSync | undefined;
 
@@ -102,8 +86,13 @@ export class SqliteStore implements PlantStore, WebhookQueue {
       tag: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`)),
       tagAfter: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`)),
     };
-    this.#maxBatchSize = options.maxBatchSize ?? 1024;
-    this.#onCommit = options.onCommit;
+    this.#writes = new GroupCommit({
+      commit: (ops) => this.#commit(ops),
+      maxBatchSize: options.maxBatchSize ?? 1024,
+      // One writer: the next batch gathers while this one commits.
+      maxBatchesInFlight: 1,
+      onCommit: options.onCommit,
+    });
     this.#init = { path: options.path, synchronous: options.durability === "normal" ? "NORMAL" : "FULL" };
   }
 
@@ -114,27 +103,27 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${options.durability === "normal" ? "NORMAL" : "FULL"}`);
     db.exec("PRAGMA busy_timeout = 5000");
-    migrate(db);
+    migrateSqlite(db);
     return new SqliteStore(db, options, inMemory);
   }
 
   async create(plant: NewPlant): Promise<CreateOutcome> {
-    const result = await this.#write({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null });
+    const result = await this.#writes.submit({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null });
     return (result as { outcome: CreateOutcome }).outcome;
   }
 
   async delete(id: bigint): Promise<DeleteOutcome> {
-    const result = await this.#write({ op: "delete", id });
+    const result = await this.#writes.submit({ op: "delete", id });
     return (result as { outcome: DeleteOutcome }).outcome;
   }
 
   async claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const result = await this.#write({ op: "claimDeliveries", ...options });
+    const result = await this.#writes.submit({ op: "claimDeliveries", ...options });
     return (result as { claimed: ClaimedDelivery[] }).claimed;
   }
 
   async recordAttempt(attempt: AttemptRecord): Promise<void> {
-    await this.#write({ op: "recordAttempt", attempt });
+    await this.#writes.submit({ op: "recordAttempt", attempt });
   }
 
   async hasDueDeliveries(now: number): Promise<boolean> {
@@ -154,40 +143,19 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     this.#eventListeners.push(listener);
   }
 
-  #write(op: WriteOp): Promise<ItemResult> {
-    if (this.#closed) return Promise.reject(new Error("the store is closed"));
+  /** One batch to the writer thread; settles when its answer comes back (see #settle). */
+  #commit(ops: WriteOp[]): Promise<CommittedBatch<ItemResult>> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
-      this.#schedule();
+      const batchId = this.#nextBatchId++;
+      this.#inFlight = { batchId, resolve, reject };
+      const request: BatchRequest = { kind: "batch", batchId, ops };
+      const inline = this.#inline;
+      if (inline !== undefined) {
+        setImmediate(() => this.#settle(inline(request)));
+        return;
+      }
+      this.#writerThread().postMessage(request);
     });
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight !== undefined || this.#queue.length === 0) return;
-    this.#scheduled = true;
-    // After the current I/O phase, so requests parsed together travel together.
-    setImmediate(() => {
-      this.#scheduled = false;
-      this.#send();
-    });
-  }
-
-  #send(): void {
-    if (this.#inFlight !== undefined || this.#queue.length === 0) return this.#checkDrained();
-    const items = this.#queue.splice(0, this.#maxBatchSize);
-    const batchId = this.#nextBatchId++;
-    this.#inFlight = { batchId, items };
-    const request: BatchRequest = {
-      kind: "batch",
-      batchId,
-      ops: items.map(({ op }) => op),
-    };
-    const inline = this.#inline;
-    if (inline !== undefined) {
-      setImmediate(() => this.#settle(inline(request)));
-      return;
-    }
-    this.#writerThread().postMessage(request);
   }
 
   #writerThread(): Worker {
@@ -211,9 +179,7 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     const batch = this.#inFlight;
     this.#inFlight = undefined;
     // Whether that batch committed is unknown: its callers get an error (a retry is safe: replays answer 200).
-    for (const item of batch?.items ?? []) item.reject(error);
-    this.#schedule();
-    this.#checkDrained();
+    batch?.reject(error);
   }
 
   #settle(result: BatchResult): void {
@@ -222,29 +188,16 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     this.#inFlight = undefined;
     if (result.kind === "failed") {
       // Nothing in this batch is stored: every caller gets the failure, none a 200.
-      const error = new Error(result.error);
-      for (const item of batch.items) item.reject(error);
-    } else {
-      this.#onCommit?.(batch.items.length, result.commitMs);
-      batch.items.forEach((item, i) => {
-        const r = result.results[i];
-        if (r !== undefined && !("error" in r)) item.resolve(r);
-        else item.reject(new Error(r?.error ?? "the batch stopped before this write"));
-      });
-      if (result.eventsWritten > 0) for (const listener of this.#eventListeners) listener();
+      batch.reject(new Error(result.error));
+      return;
     }
-    // Whatever queued during that commit goes next, at once.
-    this.#send();
-  }
-
-  #checkDrained(): void {
-    if (this.#inFlight === undefined && this.#queue.length === 0) for (const done of this.#drained.splice(0)) done();
+    batch.resolve(result);
+    if (result.eventsWritten > 0) for (const listener of this.#eventListeners) listener();
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
     const row = this.#select.get(id) as PlantRow | undefined;
-    if (row === undefined) return undefined;
-    return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+    return row === undefined ? undefined : plantFromRow(row);
   }
 
   async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
@@ -267,16 +220,13 @@ export class SqliteStore implements PlantStore, WebhookQueue {
 
   async migrations(): Promise<MigrationStatus> {
     const row = this.#db.prepare("SELECT count(*) AS n FROM schema_migrations").get() as { n: bigint };
-    return { applied: Number(row.n), known: sqliteMigrations.length };
+    return migrationStatus(row.n);
   }
 
   /** Commits what is queued, stops the writer, then closes. */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#inFlight !== undefined || this.#queue.length > 0) {
-      await new Promise<void>((resolve) => this.#drained.push(resolve));
-    }
+    if (this.#writes.closed) return;
+    await this.#writes.close();
     const writer = this.#writer;
     this.#writer = undefined;
     if (writer !== undefined) {
@@ -285,32 +235,5 @@ export class SqliteStore implements PlantStore, WebhookQueue {
       await exited;
     }
     if (this.#db.isOpen) this.#db.close();
-  }
-}
-
-/** Applies pending migrations; also used by connections other than the store's (e.g. the token store). */
-export function migrate(db: DatabaseSync): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-             version    INTEGER PRIMARY KEY,
-             name       TEXT NOT NULL,
-             applied_at TEXT NOT NULL
-           ) STRICT`);
-  const applied = new Set(
-    (db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: bigint }>).map((r) =>
-      Number(r.version),
-    ),
-  );
-  const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-  for (const migration of sqliteMigrations) {
-    if (applied.has(migration.version)) continue;
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      db.exec(migration.sql);
-      record.run(migration.version, migration.name, new Date().toISOString());
-      db.exec("COMMIT");
-    } catch (error) {
-      db.exec("ROLLBACK");
-      throw error;
-    }
   }
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { TokenNameTakenError, type NewTokenRecord, type TokenRecord, type TokenStore } from "../token-store.ts";
-import { migrate } from "./sqlite-store.ts";
+import { migrateSqlite } from "./migrations.ts";
 
 type TokenRow = {
   id: string;
@@ -68,7 +68,7 @@ export class SqliteTokenStore implements TokenStore {
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${options.role === "server" ? "NORMAL" : "FULL"}`);
     db.exec(`PRAGMA busy_timeout = ${options.role === "server" ? 250 : 5000}`);
-    migrate(db);
+    migrateSqlite(db);
     return new SqliteTokenStore(db);
   }
 

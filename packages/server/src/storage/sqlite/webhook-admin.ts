@@ -1,12 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
-import {
-  newSubscriberId,
-  type AttemptRow,
-  type DeliveryRow,
-  type ReplayOutcome,
-  type Subscriber,
-  type WebhookAdmin,
-} from "../webhook-admin.ts";
+import { newSubscriberId, type AttemptRow, type DeliveryRow, type ReplayOutcome, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
+import { attemptFromRow, deliveryFromRow, subscriberFromRow, type StoredAttempt, type StoredDelivery, type StoredSubscriber } from "../webhook-rows.ts";
 
 /** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */
 export class SqliteWebhookAdmin implements WebhookAdmin {
@@ -30,14 +24,8 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
   async list(): Promise<Subscriber[]> {
     const rows = this.#db
       .prepare("SELECT id, url, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id")
-      .all() as Array<{ id: string; url: string; active: number; disabled_reason: string | null; created_at: number }>;
-    return rows.map((r) => ({
-      id: r.id,
-      url: r.url,
-      active: r.active === 1,
-      disabledReason: r.disabled_reason,
-      createdAt: new Date(Number(r.created_at)).toISOString(),
-    }));
+      .all() as StoredSubscriber[];
+    return rows.map(subscriberFromRow);
   }
 
   async remove(id: string): Promise<boolean> {
@@ -63,29 +51,15 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
          FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id ${where}
          ORDER BY d.id DESC LIMIT ?`,
       )
-      .all(options.limit) as Array<Record<string, unknown>>;
-    return rows.map((r) => ({
-      id: Number(r["id"]),
-      messageId: String(r["message_id"]),
-      subscriberId: String(r["subscriber_id"]),
-      status: String(r["status"]),
-      attempts: Number(r["attempts"]),
-      nextAttemptAt: new Date(Number(r["next_attempt_at"])).toISOString(),
-      lastStatus: r["last_status"] === null ? null : Number(r["last_status"]),
-      lastError: r["last_error"] === null ? null : String(r["last_error"]),
-    }));
+      .all(options.limit) as StoredDelivery[];
+    return rows.map(deliveryFromRow);
   }
 
   async attempts(deliveryId: number): Promise<AttemptRow[]> {
     const rows = this.#db
       .prepare("SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id")
-      .all(deliveryId) as Array<Record<string, unknown>>;
-    return rows.map((r) => ({
-      attemptedAt: new Date(Number(r["attempted_at"])).toISOString(),
-      statusCode: r["status_code"] === null ? null : Number(r["status_code"]),
-      error: r["error"] === null ? null : String(r["error"]),
-      durationMs: Number(r["duration_ms"]),
-    }));
+      .all(deliveryId) as StoredAttempt[];
+    return rows.map(attemptFromRow);
   }
 
   async replay(id: number): Promise<ReplayOutcome> {

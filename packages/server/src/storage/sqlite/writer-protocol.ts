@@ -1,3 +1,4 @@
+import type { ItemFailure } from "../group-commit.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
 import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
 
@@ -20,12 +21,9 @@ export type WriteOp =
 
 export type CloseRequest = { kind: "close" };
 
-export type ItemResult =
-  | { outcome: CreateOutcome | DeleteOutcome }
-  | { claimed: ClaimedDelivery[] }
-  | { recorded: true }
-  | { error: string };
+/** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
+export type ItemResult = { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true };
 
 export type BatchResult =
-  | { kind: "committed"; batchId: number; results: ItemResult[]; commitMs: number; eventsWritten: number }
+  | { kind: "committed"; batchId: number; results: Array<ItemResult | ItemFailure>; commitMs: number; eventsWritten: number }
   | { kind: "failed"; batchId: number; error: string };

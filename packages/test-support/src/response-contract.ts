@@ -1,27 +1,18 @@
-import { existsSync, readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import type { ValidateFunction } from "ajv";
+import { seedDocument } from "./seed-document.ts";
 
 /**
  * Validates responses against an OpenAPI 3.1 document with a JSON Schema 2020-12 validator.
  * Used for both the seed interface and the served `/openapi.json`, on every response the
- * HTTP tests receive: the server's request helpers (harness.ts, load.ts, raw-socket.ts), the
- * client tests' fetch (`checkingFetch`) and the CLI tests' proxy (apps/cli/test/run-cli.ts).
+ * HTTP tests receive: the server's request helpers (packages/server/test/harness.ts, load.ts,
+ * raw-socket.ts), `checkedFetch` (client and e2e tests) and the CLI tests' proxy
+ * (apps/cli/test/run-cli.ts).
  */
 export type OpenApiDoc = {
   paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
   components: { schemas: Record<string, unknown> };
 };
-
-/** The interface as shipped beside the repository (`../shared/seed`), and our committed copy of it. */
-export const sharedSeedUrl = new URL("../../../../shared/seed/openapi.json", import.meta.url);
-export const vendoredSeedUrl = new URL("../../../spec/seed-openapi.json", import.meta.url);
-
-// The shared copy is the source of truth when it is there; a clone on its own uses the vendored
-// copy, which a test keeps identical to the shared one.
-export const seedDocument = JSON.parse(
-  readFileSync(existsSync(sharedSeedUrl) ? sharedSeedUrl : vendoredSeedUrl, "utf8"),
-) as OpenApiDoc;
 
 export class ResponseContract {
   readonly #doc: OpenApiDoc;
@@ -161,34 +152,4 @@ export async function fetchContracts(baseUrl: string): Promise<ResponseContract[
     new ResponseContract("seed openapi.json", seedDocument, { errorFallback: true }),
     new ResponseContract(`served ${baseUrl}/openapi.json`, served, { errorFallback: false }),
   ];
-}
-
-/**
- * A fetch for clients under test that checks every answer against the seed and the document the
- * answering server serves, and hands back the untouched response. The document is fetched once
- * per origin (a later server on a reused port runs the same code, so serves the same document). A
- * client may turn a throw from its fetch into its own error, which a test expecting an error
- * would accept; so each violation also goes to `onViolation` for the test to fail on.
- */
-export function checkingFetch(onViolation: (error: unknown) => void): typeof globalThis.fetch {
-  const contracts = new Map<string, Promise<ResponseContract[]>>();
-  return async (input, init) => {
-    const response = await globalThis.fetch(input, init);
-    const url = new URL(input instanceof Request ? input.url : input);
-    try {
-      let known = contracts.get(url.origin);
-      if (known === undefined) contracts.set(url.origin, (known = fetchContracts(url.origin)));
-      checkAnswer(await known, {
-        method: init?.method ?? (input instanceof Request ? input.method : "GET"),
-        path: url.pathname,
-        status: response.status,
-        contentType: response.headers.get("content-type"),
-        body: await response.clone().text(),
-      });
-    } catch (error) {
-      onViolation(error);
-      throw error;
-    }
-    return response;
-  };
 }

@@ -1,0 +1,62 @@
+import type { Command } from "commander";
+import { createLogger } from "../logger.ts";
+import { startServer } from "../server.ts";
+import { openStore } from "../storage/open-store.ts";
+import { isWorkerProcess, superviseWorkers } from "../workers.ts";
+import { configFrom, databaseUrlOption, type ConfigOptions } from "./command-config.ts";
+
+/**
+ * `plantstore-server serve`: migrate, listen, and on SIGTERM/SIGINT stop gracefully within
+ * PLANTSTORE_SHUTDOWN_TIMEOUT_MS (exit 0), or exit 1 past it. With PLANTSTORE_WORKERS > 1 this
+ * process only supervises the workers (workers.ts).
+ */
+export function addServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("Start the HTTP service (migrates the database first).")
+    .option("--port <port>", "port to listen on (env PORT, default 3000)")
+    .option("--workers <n>", "HTTP worker processes (env PLANTSTORE_WORKERS, default 1)")
+    .option("--host <host>", "address to bind (env HOST, default 127.0.0.1)")
+    .addOption(databaseUrlOption("sqlite:<path>, sqlite::memory: or postgres://…"))
+    .action(async (options: ConfigOptions) => {
+      const config = configFrom(options);
+      const logger = createLogger(config.logLevel);
+      if (config.workers > 1 && !isWorkerProcess()) {
+        if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
+        // Migrate once, before any worker opens the database.
+        await (await openStore(config.databaseUrl, { postgres: config.postgres })).close();
+        superviseWorkers(config.workers, logger, config.shutdownTimeoutMs);
+        return;
+      }
+      if (config.tokens.length === 0 && config.jwt === undefined) {
+        logger.info("no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted");
+      }
+      const running = await startServer({ config, logger });
+      logger.info({ url: running.url }, "plantstore listening");
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        // A second signal (a cluster primary forwarding the terminal's Ctrl-C, an impatient
+        // supervisor) must not kill the process mid-drain: the deadline below bounds the stop.
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal, deadlineMs: config.shutdownTimeoutMs }, "shutting down");
+        const deadline = setTimeout(() => {
+          logger.error({ deadlineMs: config.shutdownTimeoutMs }, "shutdown deadline passed; exiting");
+          process.exit(1);
+        }, config.shutdownTimeoutMs);
+        running.close().then(
+          () => {
+            clearTimeout(deadline);
+            logger.info("stopped");
+            process.exit(0);
+          },
+          (error: unknown) => {
+            logger.error({ err: error }, "shutdown failed");
+            process.exit(1);
+          },
+        );
+      };
+      process.on("SIGTERM", stop);
+      process.on("SIGINT", stop);
+    });
+}

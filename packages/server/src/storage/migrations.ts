@@ -1,0 +1,164 @@
+import type { MigrationStatus } from "./plant-store.ts";
+
+/**
+ * One schema change, in each backend's dialect under one version: adding a table or an index is
+ * one entry here, written for both, so the two schemas cannot drift apart.
+ */
+export type Migration = { version: number; name: string; sqlite: string; postgres: string };
+
+/**
+ * Versioned, append-only schema changes. A released migration is never edited; a new change is a
+ * new entry at the end. Each runs in its own transaction with its version recorded (see
+ * sqlite/migrations.ts and postgres/migrations.ts). Times are epoch milliseconds on both.
+ */
+export const migrations: ReadonlyArray<Migration> = [
+  {
+    version: 1,
+    name: "create plants",
+    // SQLite: INTEGER PRIMARY KEY is the 64-bit rowid: the whole int64 range, stored exactly.
+    sqlite: `CREATE TABLE plants (
+            id   INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            tag  TEXT
+          ) STRICT;`,
+    // PostgreSQL: bigint is int64: the whole id range, exact (read back as BigInt, never through a JS number).
+    postgres: `CREATE TABLE plants (
+            id   bigint PRIMARY KEY,
+            name text NOT NULL,
+            tag  text
+          );`,
+  },
+  {
+    version: 2,
+    name: "index plants by tag",
+    // GET /plants?tag=… pages by id within one tag.
+    sqlite: "CREATE INDEX plants_tag_id ON plants (tag, id);",
+    postgres: "CREATE INDEX plants_tag_id ON plants (tag, id);",
+  },
+  {
+    version: 3,
+    name: "webhook subscribers, outbox and deliveries",
+    // The outbox: an event row is written in the same transaction (on PostgreSQL the same
+    // statement) as the plant it announces, with one delivery row per subscriber active at that moment.
+    sqlite: `CREATE TABLE webhook_subscribers (
+            id              TEXT PRIMARY KEY,
+            url             TEXT NOT NULL,
+            secret          TEXT NOT NULL,
+            active          INTEGER NOT NULL DEFAULT 1,
+            disabled_reason TEXT,
+            created_at      INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE webhook_events (
+            id         INTEGER PRIMARY KEY,
+            message_id TEXT NOT NULL UNIQUE,
+            payload    TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+          ) STRICT;
+          CREATE TABLE webhook_deliveries (
+            id              INTEGER PRIMARY KEY,
+            event_id        INTEGER NOT NULL REFERENCES webhook_events (id),
+            subscriber_id   TEXT NOT NULL,
+            status          TEXT NOT NULL,
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            lease_until     INTEGER NOT NULL DEFAULT 0,
+            last_status     INTEGER,
+            last_error      TEXT,
+            updated_at      INTEGER NOT NULL,
+            UNIQUE (event_id, subscriber_id)
+          ) STRICT;
+          CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+          CREATE TABLE webhook_attempts (
+            id           INTEGER PRIMARY KEY,
+            delivery_id  INTEGER NOT NULL REFERENCES webhook_deliveries (id),
+            attempted_at INTEGER NOT NULL,
+            status_code  INTEGER,
+            error        TEXT,
+            duration_ms  INTEGER NOT NULL
+          ) STRICT;
+          CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);`,
+    postgres: `CREATE TABLE webhook_subscribers (
+            id              text PRIMARY KEY,
+            url             text NOT NULL,
+            secret          text NOT NULL,
+            active          boolean NOT NULL DEFAULT true,
+            disabled_reason text,
+            created_at      bigint NOT NULL
+          );
+          CREATE TABLE webhook_events (
+            id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            message_id text NOT NULL UNIQUE,
+            payload    text NOT NULL,
+            created_at bigint NOT NULL
+          );
+          CREATE TABLE webhook_deliveries (
+            id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            event_id        bigint NOT NULL REFERENCES webhook_events (id),
+            subscriber_id   text NOT NULL,
+            status          text NOT NULL,
+            attempts        integer NOT NULL DEFAULT 0,
+            next_attempt_at bigint NOT NULL,
+            lease_until     bigint NOT NULL DEFAULT 0,
+            last_status     integer,
+            last_error      text,
+            updated_at      bigint NOT NULL,
+            UNIQUE (event_id, subscriber_id)
+          );
+          -- Only pending rows are ever polled: a partial index stays small however long the history.
+          CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+          CREATE INDEX webhook_deliveries_subscriber ON webhook_deliveries (subscriber_id) WHERE status = 'pending';
+          CREATE TABLE webhook_attempts (
+            id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            delivery_id  bigint NOT NULL REFERENCES webhook_deliveries (id),
+            attempted_at bigint NOT NULL,
+            status_code  integer,
+            error        text,
+            duration_ms  integer NOT NULL
+          );
+          CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);`,
+  },
+  {
+    version: 4,
+    name: "issued API tokens",
+    // Only the SHA-256 digest of a token is stored. Names are unique among tokens not revoked, so a
+    // name can be reused after its token is revoked. api_token_changes holds one counter, bumped
+    // with every create and revoke, that servers poll to drop their cached tokens.
+    sqlite: `CREATE TABLE api_tokens (
+            id           TEXT PRIMARY KEY,
+            name         TEXT NOT NULL,
+            scopes       TEXT NOT NULL,
+            secret_hash  BLOB NOT NULL,
+            created_at   INTEGER NOT NULL,
+            expires_at   INTEGER,
+            revoked_at   INTEGER,
+            last_used_at INTEGER
+          ) STRICT;
+          CREATE UNIQUE INDEX api_tokens_active_name ON api_tokens (name) WHERE revoked_at IS NULL;
+          CREATE TABLE api_token_changes (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL
+          ) STRICT;
+          INSERT INTO api_token_changes (id, version) VALUES (1, 0);`,
+    postgres: `CREATE TABLE api_tokens (
+            id           text PRIMARY KEY,
+            name         text NOT NULL,
+            scopes       text NOT NULL,
+            secret_hash  bytea NOT NULL,
+            created_at   bigint NOT NULL,
+            expires_at   bigint,
+            revoked_at   bigint,
+            last_used_at bigint
+          );
+          CREATE UNIQUE INDEX api_tokens_active_name ON api_tokens (name) WHERE revoked_at IS NULL;
+          CREATE TABLE api_token_changes (
+            id      integer PRIMARY KEY CHECK (id = 1),
+            version bigint NOT NULL
+          );
+          INSERT INTO api_token_changes (id, version) VALUES (1, 0);`,
+  },
+];
+
+/** For /readyz: how many migrations the database records, of those this build knows. */
+export function migrationStatus(applied: number | bigint): MigrationStatus {
+  return { applied: Number(applied), known: migrations.length };
+}

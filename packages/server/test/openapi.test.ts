@@ -137,6 +137,15 @@ describe("the response contract checker", () => {
     expect(() => contract.check("POST", "/plants", 400, "text/plain", "oops")).toThrow(/Content-Type/);
   });
 
+  it("checks a 408 or 431 against the shared response the operation refers to", () => {
+    const contract = new ResponseContract("served", server.served, { errorFallback: false });
+    for (const [method, path] of [["GET", "/plants"], ["GET", "/whoami"], ["DELETE", "/plants/7"], ["POST", "/plants"]] as const) {
+      contract.check(method, path, 431, "application/json", '{"error":43100,"message":"the request headers are too large"}');
+      contract.check(method, path, 408, "application/json", '{"error":40800,"message":"the request did not arrive in time"}');
+      expect(() => contract.check(method, path, 431, "application/json", '{"message":"m"}')).toThrow(/fails/);
+    }
+  });
+
   it("refuses a status the served document does not declare", () => {
     const contract = new ResponseContract("served", server.served, { errorFallback: false });
     expect(() => contract.check("POST", "/plants", 418, "application/json", '{"error":1,"message":"m"}')).toThrow(/does not declare/);

@@ -48,6 +48,17 @@ describe("requests Koa never sees", () => {
     expect(body).toEqual({ error: 43100, message: expect.any(String) });
   });
 
+  it("answers GET /plants with oversize headers with 431, which the operation declares", async () => {
+    await using server = await startTestServer();
+    const raw = await exchange(server.port, [
+      `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+    ]);
+    const { status, body } = errorOf(raw);
+    expect(status).toBe(431);
+    expect(server.served.paths["/plants"]?.["get"]?.responses["431"]).toEqual({ $ref: "#/components/responses/RequestHeaderFieldsTooLarge" });
+    expect(body).toEqual({ error: 43100, message: expect.any(String) });
+  });
+
   it("answers a body that trickles in past the request timeout with 408 and an Error body", async () => {
     await using server = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
     const head =

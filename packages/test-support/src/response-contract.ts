@@ -9,10 +9,14 @@ import { seedDocument } from "./seed-document.ts";
  * raw-socket.ts), `checkedFetch` (client and e2e tests) and the CLI tests' proxy
  * (apps/cli/test/run-cli.ts).
  */
+type ResponseDoc = { $ref?: string; content?: Record<string, { schema: unknown }> };
+
 export type OpenApiDoc = {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
-  components: { schemas: Record<string, unknown> };
+  paths: Record<string, Record<string, { responses: Record<string, ResponseDoc> }>>;
+  components: { schemas: Record<string, unknown>; responses?: Record<string, ResponseDoc> };
 };
+
+const RESPONSE_REF = "#/components/responses/";
 
 export class ResponseContract {
   readonly #doc: OpenApiDoc;
@@ -61,12 +65,21 @@ export class ResponseContract {
     return undefined;
   }
 
+  /** A response as declared, or the shared one under `components.responses` it refers to. */
+  #response(declared: ResponseDoc | undefined): ResponseDoc | undefined {
+    const ref = declared?.$ref;
+    if (ref === undefined) return declared;
+    const shared = ref.startsWith(RESPONSE_REF) ? this.#doc.components.responses?.[ref.slice(RESPONSE_REF.length)] : undefined;
+    if (shared === undefined) throw new Error(`${this.#name}: the response ${ref} is not in the document`);
+    return shared;
+  }
+
   /** Throws with a readable reason when the response does not satisfy the document. */
   check(method: string, path: string, status: number, contentType: string | null, bodyText: string): void {
     const operation = this.#operation(method, path);
     // The seed shows only POST /plants: for operations it does not show, only the Error rule applies.
     if (operation === undefined && this.#errorFallback && status < 400) return;
-    const declared = operation?.responses[String(status)];
+    const declared = this.#response(operation?.responses[String(status)]);
     let schema: unknown;
     if (declared !== undefined) {
       schema = declared.content?.["application/json"]?.schema;

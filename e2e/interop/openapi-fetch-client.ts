@@ -1,0 +1,62 @@
+import createClient from "openapi-fetch";
+import type { components, paths } from "./generated/openapi-typescript-bigint.js";
+import { nextAfter, parseLossless, stringifyLossless } from "./lossless-json.js";
+
+/**
+ * A Plant Store client as a user builds it from `/openapi.json` with openapi-typescript (int64
+ * typed `number | bigint` through its `transform` option) and openapi-fetch. `exact`: ids are
+ * written with `JSON.rawJSON` and pages read with a lossless parser, as the document advises;
+ * without it, plain `JSON.stringify`/`JSON.parse`, as openapi-fetch does by default.
+ */
+
+export type NewPlant = components["schemas"]["NewPlant"];
+export type Plant = components["schemas"]["Plant"];
+export type Failure = components["schemas"]["Error"];
+
+export function plantStore(baseUrl: string, token: string, options: { exact: boolean }) {
+  return createClient<paths>({
+    baseUrl,
+    headers: { Authorization: `Bearer ${token}` },
+    ...(options.exact ? { bodySerializer: stringifyLossless } : {}),
+  });
+}
+export type PlantStore = ReturnType<typeof plantStore>;
+
+export async function createPlant(store: PlantStore, plant: NewPlant) {
+  const { data, error, response } = await store.POST("/plants", { body: plant });
+  return { status: response.status, plant: data, error };
+}
+
+export async function deletePlant(store: PlantStore, id: number | bigint) {
+  const { error, response } = await store.DELETE("/plants/{id}", { params: { path: { id } } });
+  return { status: response.status, error };
+}
+
+/** One page: `after` is the Link header's cursor (a string) or an id. */
+export async function listPage(
+  store: PlantStore,
+  query: { tag?: string; limit?: number; after?: string | number | bigint },
+  options: { exact: boolean },
+): Promise<{ plants: NewPlant[]; next: string | undefined }> {
+  const { data, error, response } = await store.GET("/plants", { params: { query }, parseAs: "text" });
+  if (error !== undefined) throw new Error(`GET /plants answered ${response.status}: ${JSON.stringify(error)}`);
+  const plants = (options.exact ? parseLossless(data) : JSON.parse(data)) as NewPlant[];
+  return { plants, next: nextAfter(response.headers.get("link")) };
+}
+
+/** Every page from the start, following `Link: <…>; rel="next"` until there is none. */
+export async function walkPages(
+  store: PlantStore,
+  query: { tag?: string; limit?: number },
+  options: { exact: boolean },
+): Promise<NewPlant[][]> {
+  const pages: NewPlant[][] = [];
+  let after: string | undefined;
+  do {
+    const page = await listPage(store, after === undefined ? query : { ...query, after }, options);
+    pages.push(page.plants);
+    after = page.next;
+    if (pages.length > 1_000) throw new Error("more than 1,000 pages: the walk does not end");
+  } while (after !== undefined);
+  return pages;
+}

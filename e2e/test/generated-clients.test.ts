@@ -1,0 +1,236 @@
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { createClient as generateHeyApiClient } from "@hey-api/openapi-ts";
+import * as plantStoreServer from "@plantstore/server";
+import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { TEST_TOKEN } from "@plantstore/test-support/test-config";
+import openapiTS, { astToString } from "openapi-typescript";
+import ts from "typescript";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, runOk } from "./workspace.ts";
+
+/**
+ * Clients generated from the served `/openapi.json` the way most users get one: openapi-typescript
+ * types with openapi-fetch, and @hey-api/openapi-ts. On each run they are generated into a scratch
+ * project, type-checked there under `strict` with `nodenext` resolution together with the code
+ * that uses them (e2e/interop/), and run against a real server: create, replay, conflict, list,
+ * every page through `Link`, delete, with ids around 2^53 and at the int64 bounds.
+ */
+
+const require = createRequire(import.meta.url);
+const INTEROP = new URL("../interop/", import.meta.url);
+const TSC = join(dirname(require.resolve("typescript/package.json")), "bin", "tsc");
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+const TWO_TO_53 = 2n ** 53n;
+
+type Id = number | bigint;
+type NewPlant = { id: Id; name: string; tag?: string };
+type Outcome = { status: number; plant?: { name: string; tag?: string }; error?: { error: number; message: string } };
+
+/** The parts of e2e/interop/openapi-fetch-client.ts the tests call (its own types live beside the generated code). */
+type OpenapiFetchClient = {
+  plantStore(baseUrl: string, token: string, options: { exact: boolean }): unknown;
+  createPlant(store: unknown, plant: NewPlant): Promise<Outcome>;
+  deletePlant(store: unknown, id: Id): Promise<Outcome>;
+  listPage(
+    store: unknown,
+    query: { tag?: string; limit?: number; after?: string | Id },
+    options: { exact: boolean },
+  ): Promise<{ plants: NewPlant[]; next: string | undefined }>;
+  walkPages(
+    store: unknown,
+    query: { tag?: string; limit?: number },
+    options: { exact: boolean },
+  ): Promise<NewPlant[][]>;
+};
+/** The same of e2e/interop/hey-api-client.ts. */
+type HeyApiClient = {
+  plantStore(baseUrl: string, token: string): unknown;
+  create(client: unknown, plant: NewPlant): Promise<Outcome>;
+  remove(client: unknown, id: bigint): Promise<Outcome>;
+  walkPages(client: unknown, query: { tag?: string; limit?: number }): Promise<NewPlant[][]>;
+};
+
+let server: RealServer<plantStoreServer.RunningServer>;
+let project: string;
+let openapiFetch: OpenapiFetchClient;
+let heyApi: HeyApiClient;
+
+/** openapi-typescript's documented `transform` for int64 as `number | bigint` (its default is `number`). */
+const int64AsNumberOrBigint: Parameters<typeof openapiTS>[1] = {
+  transform: (schema) =>
+    schema.format === "int64"
+      ? ts.factory.createUnionTypeNode([
+          ts.factory.createKeywordTypeNode(ts.SyntaxKind.NumberKeyword),
+          ts.factory.createKeywordTypeNode(ts.SyntaxKind.BigIntKeyword),
+        ])
+      : undefined,
+};
+
+beforeAll(async () => {
+  server = await startRealServer(plantStoreServer);
+  const served = await fetch(`${server.url}/openapi.json`);
+  expect(served.status).toBe(200);
+  const document = (await served.json()) as Record<string, unknown>;
+
+  project = mkdtempSync(join(tmpdir(), "plantstore-generated-clients-"));
+  cpSync(INTEROP, project, { recursive: true });
+  writeFileSync(join(project, "package.json"), '{ "type": "module", "private": true }\n');
+  writeFileSync(join(project, "openapi.json"), JSON.stringify(document));
+  // The runtime the generated code imports, as a user's project would have it installed.
+  mkdirSync(join(project, "node_modules"));
+  symlinkSync(
+    dirname(require.resolve("openapi-fetch/package.json")),
+    join(project, "node_modules", "openapi-fetch"),
+    "dir",
+  );
+
+  const generated = join(project, "generated");
+  mkdirSync(generated);
+  writeFileSync(join(generated, "openapi-typescript.ts"), astToString(await openapiTS(document as never)));
+  writeFileSync(
+    join(generated, "openapi-typescript-bigint.ts"),
+    astToString(await openapiTS(document as never, int64AsNumberOrBigint)),
+  );
+  await generateHeyApiClient({
+    input: join(project, "openapi.json"),
+    // Read the project's tsconfig as a user's run would: nodenext, so imports carry `.js`.
+    output: { path: join(generated, "hey-api"), tsConfigPath: join(project, "tsconfig.json") },
+    plugins: [
+      "@hey-api/client-fetch",
+      { name: "@hey-api/transformers", bigInt: true },
+      { name: "@hey-api/sdk", transformer: true },
+    ],
+    logs: { level: "silent" },
+  });
+
+  await runOk(process.execPath, [TSC, "-p", join(project, "tsconfig.json")], {
+    cwd: project,
+    env: cleanEnv(),
+    timeoutMs: 120_000,
+  });
+  openapiFetch = (await import(pathToFileURL(join(project, "openapi-fetch-client.ts")).href)) as OpenapiFetchClient;
+  heyApi = (await import(pathToFileURL(join(project, "hey-api-client.ts")).href)) as HeyApiClient;
+}, 180_000);
+
+afterAll(async () => {
+  await server?.close();
+  if (project !== undefined) rmSync(project, { recursive: true, force: true });
+});
+
+describe("the generated code", () => {
+  it("is what the generators write from the served document, and type-checks strict under nodenext", () => {
+    expect(readdirSync(join(project, "generated")).sort()).toEqual([
+      "hey-api",
+      "openapi-typescript-bigint.ts",
+      "openapi-typescript.ts",
+    ]);
+    expect(readdirSync(join(project, "generated", "hey-api"))).toEqual(
+      expect.arrayContaining(["sdk.gen.ts", "types.gen.ts"]),
+    );
+  });
+});
+
+const ids = (plants: NewPlant[]) => plants.map((plant) => BigInt(plant.id));
+const range = (from: bigint, count: number) => Array.from({ length: count }, (_, i) => from + BigInt(i));
+
+describe("a client from openapi-typescript + openapi-fetch, reading and writing ids exactly", () => {
+  const store = () => openapiFetch.plantStore(server.url, TEST_TOKEN, { exact: true });
+  const edges = [INT64_MIN, TWO_TO_53 - 1n, TWO_TO_53, TWO_TO_53 + 1n, INT64_MAX];
+
+  it("creates, replays and is refused a conflict, with ids around 2^53 and at the int64 bounds", async () => {
+    for (const id of edges) {
+      const plant = { id, name: `Fern ${id}`, tag: "ofetch-edge" };
+      await expect(openapiFetch.createPlant(store(), plant)).resolves.toEqual({
+        status: 200,
+        plant: { name: plant.name, tag: "ofetch-edge" },
+      });
+      await expect(openapiFetch.createPlant(store(), plant)).resolves.toEqual({
+        status: 200,
+        plant: { name: plant.name, tag: "ofetch-edge" },
+      });
+      const conflict = await openapiFetch.createPlant(store(), { ...plant, name: "Moss" });
+      expect(conflict).toMatchObject({ status: 409, error: { error: 40900 } });
+    }
+  });
+
+  it("lists them exactly, ordered by id, and takes a decimal id as `after` too", async () => {
+    const page = await openapiFetch.listPage(store(), { tag: "ofetch-edge", limit: 10 }, { exact: true });
+    expect(ids(page.plants)).toEqual(edges);
+    expect(page.next).toBeUndefined();
+    const afterId = await openapiFetch.listPage(store(), { tag: "ofetch-edge", after: TWO_TO_53 }, { exact: true });
+    expect(ids(afterId.plants)).toEqual([TWO_TO_53 + 1n, INT64_MAX]);
+  });
+
+  it("walks 10 pages across ids above 2^53 through Link, and ends with no repeat and no gap", async () => {
+    const created = range(TWO_TO_53 + 100n, 50);
+    for (const id of created)
+      expect((await openapiFetch.createPlant(store(), { id, name: `p${id}`, tag: "ofetch-walk" })).status).toBe(200);
+    const pages = await openapiFetch.walkPages(store(), { tag: "ofetch-walk", limit: 5 }, { exact: true });
+    expect(pages).toHaveLength(10);
+    expect(ids(pages.flat())).toEqual(created);
+  });
+
+  it("still ends after the same 10 pages when ids are parsed with plain JSON.parse, because the cursor is text", async () => {
+    const pages = await openapiFetch.walkPages(store(), { tag: "ofetch-walk", limit: 5 }, { exact: false });
+    expect(pages).toHaveLength(10);
+    expect(pages.flat().map((plant) => plant.name)).toEqual(range(TWO_TO_53 + 100n, 50).map((id) => `p${id}`));
+    // What the parse cost: neighbouring ids read as one number, which is why `after` is not an id.
+    expect(new Set(pages.flat().map((plant) => plant.id)).size).toBeLessThan(50);
+  });
+
+  it("deletes by exact id, then answers 404 (40401)", async () => {
+    await expect(openapiFetch.deletePlant(store(), INT64_MAX)).resolves.toEqual({ status: 204 });
+    await expect(openapiFetch.deletePlant(store(), TWO_TO_53 + 1n)).resolves.toEqual({ status: 204 });
+    await expect(openapiFetch.deletePlant(store(), INT64_MAX)).resolves.toMatchObject({
+      status: 404,
+      error: { error: 40401 },
+    });
+    const page = await openapiFetch.listPage(store(), { tag: "ofetch-edge" }, { exact: true });
+    expect(ids(page.plants)).toEqual([INT64_MIN, TWO_TO_53 - 1n, TWO_TO_53]);
+  });
+});
+
+describe("a client from @hey-api/openapi-ts (bigInt transformers), with its body serializer and fetch hooks", () => {
+  const client = () => heyApi.plantStore(server.url, TEST_TOKEN);
+  const edges = [INT64_MIN + 1n, TWO_TO_53 - 3n, TWO_TO_53 + 3n, INT64_MAX - 1n];
+
+  it("creates, replays and is refused a conflict, with ids around 2^53 and at the int64 bounds", async () => {
+    for (const id of edges) {
+      const plant = { id, name: `Fern ${id}`, tag: "hey-edge" };
+      await expect(heyApi.create(client(), plant)).resolves.toMatchObject({
+        status: 200,
+        plant: { name: plant.name, tag: "hey-edge" },
+      });
+      await expect(heyApi.create(client(), plant)).resolves.toMatchObject({
+        status: 200,
+        plant: { name: plant.name, tag: "hey-edge" },
+      });
+      await expect(heyApi.create(client(), { ...plant, tag: "other" })).resolves.toMatchObject({
+        status: 409,
+        error: { error: 40900 },
+      });
+    }
+  });
+
+  it("lists every page through Link, ids exact as bigints, and deletes by exact id", async () => {
+    const created = range(TWO_TO_53 + 500n, 12);
+    for (const id of created)
+      expect((await heyApi.create(client(), { id, name: `p${id}`, tag: "hey-walk" })).status).toBe(200);
+    const pages = await heyApi.walkPages(client(), { tag: "hey-walk", limit: 5 });
+    expect(pages.map((page) => page.length)).toEqual([5, 5, 2]);
+    expect(pages.flat().map((plant) => plant.id)).toEqual(created);
+
+    const [first] = await heyApi.walkPages(client(), { tag: "hey-edge", limit: 10 });
+    expect(first?.map((plant) => plant.id)).toEqual(edges);
+    await expect(heyApi.remove(client(), INT64_MAX - 1n)).resolves.toMatchObject({ status: 204 });
+    await expect(heyApi.remove(client(), INT64_MAX - 1n)).resolves.toMatchObject({
+      status: 404,
+      error: { error: 40401 },
+    });
+  });
+});

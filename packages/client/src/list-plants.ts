@@ -90,7 +90,7 @@ export async function listPlants(
 
 /**
  * Every plant from `options.after` on (or from the start), page after page, following the
- * `rel="next"` links. Because the cursor is an id, a store written to meanwhile never makes this
+ * `rel="next"` links. Because each page starts after the last id of the one before, a store written to meanwhile never makes this
  * skip or repeat a plant that was there all along.
  */
 export async function* iteratePlants(

@@ -23,7 +23,7 @@ import {
  * TypeScript (`moduleResolution: nodenext`), and the `plantstore` CLI.
  */
 
-const TOKEN = "e2e-token-0123456789";
+const TOKEN = "e2e-token-0123456789abcdefghijklmnopq";
 const EXPECTED = ["@plantstore/cli", "@plantstore/client", "@plantstore/schema", "@plantstore/server"];
 
 type Packed = WorkspacePackage & { tarball: string; unpacked: string; files: string[]; manifest: Record<string, unknown> };

@@ -12,7 +12,7 @@ import { BIN, spawnServe } from "./spawned-server.ts";
 import { startReceiver } from "./webhook-receiver.ts";
 import { waitFor as until } from "./wait-for.ts";
 
-const TOKEN = "crash-test-token";
+const TOKEN = "crash-test-token-0123456789abcdefghij";
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
 const ROUNDS = 5;
 const CONCURRENCY = 32;

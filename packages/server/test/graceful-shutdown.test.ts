@@ -9,7 +9,7 @@ import { BIN, freePort, spawnServe, type SpawnedServer } from "./spawned-server.
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 import { waitFor as until } from "./wait-for.ts";
 
-const TOKEN = "shutdown-test-token";
+const TOKEN = "shutdown-test-token-0123456789abcdefgh";
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;
 
 const cleanups: Array<() => Promise<void> | void> = [];

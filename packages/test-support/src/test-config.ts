@@ -1,6 +1,6 @@
 /** The static tokens every test server accepts, with every scope; the first is `static-1`. */
-export const TEST_TOKEN = "test-token-0123456789";
-export const OTHER_TEST_TOKEN = "test-token-second";
+export const TEST_TOKEN = "test-token-0123456789abcdefghijklmnop";
+export const OTHER_TEST_TOKEN = "test-token-second-0123456789abcdefghij";
 
 /**
  * The settings of the server's `Config` that test servers set, by shape: this package does not

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../test-database.ts";
 import { idOf, postPlant, runBin, startReceiver, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
 
-const TOKEN = "multi-instance-token";
+const TOKEN = "multi-instance-token-0123456789abcdef";
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 
 const cleanups: Array<() => Promise<unknown>> = [];

@@ -5,7 +5,7 @@ import { createTestDatabase, TEST_POSTGRES_URL, withAdminClient, type TestDataba
 import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
 import { startTcpProxy } from "./tcp-proxy.ts";
 
-const TOKEN = "outage-token";
+const TOKEN = "outage-token-0123456789abcdefghijklmn";
 // Short on purpose, so the test can check the documented bound: no request waits longer than the
 // query timeout plus the client's 1 s grace (a silent connection) plus the connect timeout (the
 // fresh connection a creation is retried on): the sum, as the README's Outages bullet says.

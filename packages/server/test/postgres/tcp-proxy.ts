@@ -9,17 +9,24 @@ import { connect, createServer, type AddressInfo, type Socket } from "node:net";
  * - `blackhole()`: bytes stop flowing both ways and new connections are accepted but never
  *   answered, as when a network path silently drops packets: only timeouts notice.
  * - `restore()`: forwards again (connections from the outage are dropped, as a real one would be).
+ * - `hold()`: new connections are accepted but not yet forwarded; `release()` forwards them, as
+ *   when the database is slow to answer a connection (`connected()` counts the accepted ones).
  */
 export type TcpProxy = {
   port: number;
   cut(): void;
   blackhole(): void;
   restore(): void;
+  hold(): void;
+  release(): void;
+  connected(): number;
   close(): Promise<void>;
 };
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: "up" | "cut" | "blackhole" = "up";
+  let held: Array<() => void> | undefined;
+  let accepted = 0;
   const pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
 
   const server = createServer((client) => {
@@ -34,13 +41,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       pairs.delete(pair);
       pair.upstream?.destroy();
     });
+    accepted++;
     if (mode === "blackhole") return; // accepted, never answered
-    const upstream = connect(target.port, target.host);
-    pair.upstream = upstream;
-    upstream.on("error", () => client.destroy());
-    upstream.on("close", () => client.destroy());
-    client.pipe(upstream);
-    upstream.pipe(client);
+    const forward = () => {
+      if (client.destroyed) return;
+      const upstream = connect(target.port, target.host);
+      pair.upstream = upstream;
+      upstream.on("error", () => client.destroy());
+      upstream.on("close", () => client.destroy());
+      client.pipe(upstream);
+      upstream.pipe(client);
+    };
+    if (held === undefined) forward();
+    else held.push(forward);
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -72,6 +85,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (mode === "blackhole") dropAll();
       mode = "up";
     },
+    hold() {
+      held ??= [];
+    },
+    release() {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const forward of waiting) forward();
+    },
+    connected: () => accepted,
     async close() {
       mode = "cut";
       dropAll();

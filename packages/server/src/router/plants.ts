@@ -9,6 +9,7 @@ import {
   PlantList,
 } from "@plantstore/schema";
 import { ApiError, toTRPCError } from "../errors.ts";
+import type { ListedPlant } from "../storage/plant-store.ts";
 import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
@@ -17,7 +18,7 @@ import { protectedProcedure } from "../trpc.ts";
  * caller used (so it survives a proxy that changes them), but not a path prefix a proxy adds. The
  * client reads only its query, which survives both.
  */
-function nextLink(limit: number, after: bigint, tag: string | undefined): string {
+function nextLink(limit: number, after: bigint | number, tag: string | undefined): string {
   const query = new URLSearchParams({ limit: String(limit), after: after.toString() });
   if (tag !== undefined) query.set("tag", tag);
   return `</plants?${query.toString()}>; rel="next"`;
@@ -28,9 +29,10 @@ function nextLink(limit: number, after: bigint, tag: string | undefined): string
  * NewPlant (lengths, well-formed text) on its way in; re-running those refinements on each of up to
  * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page,
  * against ~5 µs for this). The served document still describes the items as `NewPlant` (`documentedOutput`).
+ * Ids may be numbers where they are within ±2^53 (storage/plant-store.ts, ListedPlant): the same JSON.
  */
-const StoredPlantPage: z.ZodType<PlantList> = z.array(
-  z.object({ id: z.bigint(), name: z.string(), tag: z.string().optional() }),
+const StoredPlantPage: z.ZodType<ListedPlant[]> = z.array(
+  z.object({ id: z.union([z.bigint(), z.number().int()]), name: z.string(), tag: z.string().optional() }),
 );
 
 export const plantsRouter = {

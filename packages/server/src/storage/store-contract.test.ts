@@ -154,6 +154,17 @@ describe(`plants (${TEST_BACKEND})`, () => {
     }
     expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([-(2n ** 63n), 2n ** 53n + 1n, 2n ** 63n - 1n]);
   });
+
+  it("lists every id exactly, a page mixing ids within and beyond ±2^53 included (small ones may come as numbers)", async () => {
+    const store = await open();
+    const ids = [-(2n ** 53n) - 1n, -(2n ** 53n) + 1n, -1n, 0n, 7n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n - 1n];
+    for (const id of ids) expect(await store.create({ id, name: "n", tag: "t" })).toBe("created");
+    const listed = await store.list({ limit: 100 });
+    expect(listed.map((p) => BigInt(p.id))).toEqual(ids);
+    for (const p of listed) if (typeof p.id === "number") expect(Number.isSafeInteger(p.id)).toBe(true);
+    expect((await store.list({ limit: 3, after: 0n, tag: "t" })).map((p) => BigInt(p.id))).toEqual([7n, 2n ** 53n - 1n, 2n ** 53n]);
+    expect((await store.list({ limit: 2, after: -2n })).map((p) => [BigInt(p.id), p.name, p.tag])).toEqual([[-1n, "n", "t"], [0n, "n", "t"]]);
+  });
 });
 
 describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {

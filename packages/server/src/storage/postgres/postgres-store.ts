@@ -3,7 +3,7 @@ import type { NewPlant } from "@plantstore/schema";
 import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { plantFromRow, plantRow, samePlant, type PlantRow } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, ListedPlant, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
@@ -214,7 +214,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     return row === undefined ? undefined : plantFromRow(row);
   }
 
-  async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
+  async list({ limit, after, tag }: ListOptions): Promise<ListedPlant[]> {
     this.#refuseWhenClosed();
     // Four plain statements rather than `($1 IS NULL OR …)`, so each one is planned for its index.
     const [name, text, values] =

@@ -27,13 +27,22 @@ function nextLink(limit: number, after: bigint | number, tag: string | undefined
 /**
  * The list's output check: the shape of each plant, not its text rules. Every stored plant passed
  * NewPlant (lengths, well-formed text) on its way in; re-running those refinements on each of up to
- * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page,
- * against ~5 µs for this). The served document still describes the items as `NewPlant` (`documentedOutput`).
- * Ids may be numbers where they are within ±2^53 (storage/plant-store.ts, ListedPlant): the same JSON.
+ * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page).
+ * One plain function over the page rather than a zod object per plant: no copy of each plant, and
+ * ids may be bigints or safe-integer numbers (storage/plant-store.ts, ListedPlant), which a zod
+ * union checked at 3-4x the cost (100 plants: ~0.5-1.7 µs against 5-7.5 for `z.object`, 18-21
+ * for the union). The served document still describes the items as `NewPlant` (`documentedOutput`).
  */
-const StoredPlantPage: z.ZodType<ListedPlant[]> = z.array(
-  z.object({ id: z.union([z.bigint(), z.number().int()]), name: z.string(), tag: z.string().optional() }),
-);
+function isListedPlant(value: unknown): value is ListedPlant {
+  if (typeof value !== "object" || value === null) return false;
+  const { id, name, tag } = value as Record<string, unknown>;
+  return (typeof id === "bigint" || Number.isSafeInteger(id)) && typeof name === "string" && (tag === undefined || typeof tag === "string");
+}
+
+// The meta only lets the document generator pass over it: the served schema is `documentedOutput`.
+const StoredPlantPage = z
+  .custom<ListedPlant[]>((value) => Array.isArray(value) && value.every(isListedPlant), "a page of stored plants")
+  .meta({ type: "array" });
 
 export const plantsRouter = {
   create: protectedProcedure

@@ -59,6 +59,9 @@ function migrate(server: ServerBin, env: Record<string, string>): void {
   execFileSync(process.execPath, [server.bin, "migrate"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
 }
 
+/** A backend of the default run that cannot be reached here: its target is left out. */
+class BackendUnreachable extends Error {}
+
 type Started = { target: Target; variant: Variant | null; backend: Backend | null; token: string };
 
 async function startOurs(
@@ -68,7 +71,13 @@ async function startOurs(
 ): Promise<Started> {
   const dir = join(context.scratch, variant.name.replace(/[^A-Za-z0-9=,-]/g, "_"));
   mkdirSync(dir, { recursive: true });
-  const backend = await openBackend(options.backend, dir);
+  let backend: Backend;
+  try {
+    backend = await openBackend(variant.backend, dir);
+  } catch (error) {
+    if (variant.optional === true) throw new BackendUnreachable(error instanceof Error ? error.message : String(error));
+    throw error;
+  }
   try {
     const env: Record<string, string> = {
       ...backend.env,
@@ -159,7 +168,12 @@ async function bench(options: BenchOptions): Promise<number> {
       started.push({ target: baseline, variant: null, backend: null, token });
     }
     for (const variant of options.variants) {
-      started.push(await startOurs(options, variant, { server, scratch, token, plan, profileDir }));
+      try {
+        started.push(await startOurs(options, variant, { server, scratch, token, plan, profileDir }));
+      } catch (error) {
+        if (!(error instanceof BackendUnreachable)) throw error;
+        say(`${variant.name}: left out, its ${variant.backend} database cannot be reached (${error.message}); --backend sqlite skips it up front`);
+      }
     }
     const targets = started.map((s) => s.target);
     let jobs = 0;
@@ -271,7 +285,7 @@ async function bench(options: BenchOptions): Promise<number> {
     say(
       `\n${options.scenario}: ${what}, ${options.connections} connections, ` +
         (options.scenario === "soak" ? `${options.duration} s` : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
-        `, backend ${options.backend}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
+        `, backend ${[...new Set(started.flatMap((s) => (s.variant === null ? [] : [s.variant.backend])))].join(" and ")}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
         `, load average ${loadBefore.join(" ")} before, ${loadAfter.join(" ")} after\n`,
     );
     say(table);

@@ -15,6 +15,10 @@ export type Variant = {
   workers: number | undefined;
   /** Plants stored before the server starts. */
   prefill: number;
+  /** Storage for this copy of our server: a fresh database of its own. */
+  backend: string;
+  /** Part of the default run (not asked for): left out, with a note, when it cannot be reached. */
+  optional?: boolean;
   /** Another build of the server to run instead of the workspace's (`--compare-bin`). */
   bin?: string;
   /** Authenticate an issued `ps_` token or an HS256 JWT instead of a PLANTSTORE_TOKENS token (`--auth`). */
@@ -31,7 +35,8 @@ export type BenchOptions = {
   connections: number;
   /** Seconds of load per target before the first round; not measured, but checked for errors. */
   warmup: number;
-  backend: string;
+  /** Every backend some variant uses, in order (the first is the headline). */
+  backends: string[];
   variants: Variant[];
   ids: IdMode;
   /** Page size of the list scenario. */
@@ -68,7 +73,9 @@ export const USAGE = `Usage: pnpm bench [options]
   --rounds <n>          alternating rounds per target (default 3; smoke 1)
   --connections <n>     concurrent connections (default 32; smoke 4)
   --warmup <s>          warm-up seconds per target (default 3; smoke 0)
-  --backend <name>      storage for our server: ${BACKEND_NAMES.join(", ")} (default sqlite; postgres: a scratch database)
+  --backend <b,...>     storage for our server: ${BACKEND_NAMES.join(", ")} (postgres: a scratch database);
+                        default sqlite,postgres for a plain insert run (postgres left out when
+                        unreachable), sqlite otherwise
   --durability <d,...>  full | normal, passed as PLANTSTORE_DURABILITY (default full)
   --workers <n,...>     passed as PLANTSTORE_WORKERS (default: unset, i.e. 1)
   --prefill <n,...>     plants stored before the server starts (default 0; list 1000000; list smoke 2000)
@@ -152,10 +159,15 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (scenario !== "insert" && scenario !== "list" && scenario !== "soak") {
     throw new UsageError(`--scenario must be insert, list or soak, got ${scenario}`);
   }
-  const backend = values.backend ?? "sqlite";
-  if (!BACKEND_NAMES.includes(backend)) {
-    throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${backend}`);
-  }
+  // The plain insert run reports both backends beside the baseline; anything that multiplies
+  // targets or measures something else (smoke, lists, soak, durability, workers, prefill, auth) keeps to SQLite.
+  const plainInsert =
+    scenario === "insert" && !smoke && [values.durability, values.workers, values.prefill, values.auth].every((v) => v === undefined);
+  const backendsImplicit = values.backend === undefined;
+  const backends = list("backend", values.backend, plainInsert ? ["sqlite", "postgres"] : ["sqlite"], (b) => {
+    if (!BACKEND_NAMES.includes(b)) throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${b}`);
+    return b;
+  });
   const ids = values.ids ?? "sequential";
   if (ids !== "sequential" && ids !== "random") throw new UsageError(`--ids must be sequential or random, got ${ids}`);
   if (scenario === "list" && ids !== "sequential") {
@@ -173,25 +185,31 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (scenario === "list" && prefills.some((p) => p < limit)) {
     throw new UsageError(`--scenario list needs --prefill of at least --limit (${limit}) plants`);
   }
-  if (scenario === "soak" && durabilities.length * workers.length * prefills.length > 1) {
+  if (scenario === "soak" && backends.length * durabilities.length * workers.length * prefills.length > 1) {
     throw new UsageError("--scenario soak runs one configuration of our server; give single values");
   }
 
   const variants: Variant[] = [];
-  for (const durability of durabilities) {
-    for (const worker of workers) {
-      for (const prefill of prefills) {
-        const differs = [
-          durabilities.length > 1 ? `durability=${durability}` : "",
-          workers.length > 1 ? `workers=${worker ?? "default"}` : "",
-          prefills.length > 1 ? `prefill=${prefill}` : "",
-        ].filter((part) => part.length > 0);
-        variants.push({
-          name: differs.length === 0 ? "ours" : `ours[${differs.join(",")}]`,
-          durability,
-          workers: worker,
-          prefill,
-        });
+  for (const backend of backends) {
+    // Durability is SQLite's setting; PostgreSQL always commits with synchronous_commit=on.
+    for (const durability of backend === "sqlite" ? durabilities : durabilities.slice(0, 1)) {
+      for (const worker of workers) {
+        for (const prefill of prefills) {
+          const differs = [
+            backends.length > 1 ? `backend=${backend}` : "",
+            durabilities.length > 1 && backend === "sqlite" ? `durability=${durability}` : "",
+            workers.length > 1 ? `workers=${worker ?? "default"}` : "",
+            prefills.length > 1 ? `prefill=${prefill}` : "",
+          ].filter((part) => part.length > 0);
+          variants.push({
+            name: differs.length === 0 ? "ours" : `ours[${differs.join(",")}]`,
+            durability,
+            workers: worker,
+            prefill,
+            backend,
+            ...(backendsImplicit && backend !== "sqlite" ? { optional: true } : {}),
+          });
+        }
       }
     }
   }
@@ -199,6 +217,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   const auth = values.auth ?? "static";
   if (auth !== "static" && auth !== "opaque" && auth !== "jwt") throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
   if (auth !== "static") {
+    if (backends.length > 1) throw new UsageError("--auth compares against one backend; give a single --backend");
     if (scenario === "soak") throw new UsageError("--auth needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
   }
@@ -217,7 +236,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     rounds: positiveInt("rounds", values.rounds, smoke ? 1 : 3),
     connections: positiveInt("connections", values.connections, smoke ? 4 : 32),
     warmup: positiveInt("warmup", values.warmup, smoke ? 0 : 3, 0),
-    backend,
+    backends,
     variants,
     ids,
     limit,

@@ -50,6 +50,15 @@ describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
     expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[prefill=500] / ours[prefill=0]");
   });
 
+  it("insert: measures both backends side by side when asked (the default run does so without --smoke)", { timeout: 90_000 }, async () => {
+    const result = await runBench("backends", ["--backend", "sqlite,postgres"]);
+    const targets = result["targets"] as Record<string, { summary: Summary }>;
+    expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[backend=postgres]", "ours[backend=sqlite]"]);
+    for (const { summary } of Object.values(targets)) expect(summary.status200).toBe(summary.requests);
+    const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+    expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[backend=postgres] / baseline");
+  });
+
   it("list: pages through a prefilled store with full pages only", { timeout: 90_000 }, async () => {
     const result = await runBench("list", ["--scenario", "list", "--prefill", "300", "--limit", "50"]);
     const targets = result["targets"] as Record<string, { summary: Summary }>;

@@ -10,6 +10,7 @@ import {
   PlantList,
 } from "@plantstore/schema";
 import { ApiError, toTRPCError } from "../errors.ts";
+import type { ListedPlant } from "../storage/plant-store.ts";
 import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
@@ -19,8 +20,8 @@ import { protectedProcedure } from "../trpc.ts";
  * client reads only its query, which survives both. `after` is the opaque cursor, not the id: a
  * caller passes it back as text, so a JSON parser that rounds ids above 2^53 cannot make it loop.
  */
-function nextLink(limit: number, after: bigint, tag: string | undefined): string {
-  const query = new URLSearchParams({ limit: String(limit), after: encodePageCursor(after) });
+function nextLink(limit: number, after: bigint | number, tag: string | undefined): string {
+  const query = new URLSearchParams({ limit: String(limit), after: encodePageCursor(BigInt(after)) });
   if (tag !== undefined) query.set("tag", tag);
   return `</plants?${query.toString()}>; rel="next"`;
 }
@@ -28,12 +29,22 @@ function nextLink(limit: number, after: bigint, tag: string | undefined): string
 /**
  * The list's output check: the shape of each plant, not its text rules. Every stored plant passed
  * NewPlant (lengths, well-formed text) on its way in; re-running those refinements on each of up to
- * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page,
- * against ~5 µs for this). The served document still describes the items as `NewPlant` (`documentedOutput`).
+ * 1,000 plants per page cost more than the query itself (measured: ~60 µs of a 100-plant page).
+ * One plain function over the page rather than a zod object per plant: no copy of each plant, and
+ * ids may be bigints or safe-integer numbers (storage/plant-store.ts, ListedPlant), which a zod
+ * union checked at 3-4x the cost (100 plants: ~0.5-1.7 µs against 5-7.5 for `z.object`, 18-21
+ * for the union). The served document still describes the items as `NewPlant` (`documentedOutput`).
  */
-const StoredPlantPage: z.ZodType<PlantList> = z.array(
-  z.object({ id: z.bigint(), name: z.string(), tag: z.string().optional() }),
-);
+function isListedPlant(value: unknown): value is ListedPlant {
+  if (typeof value !== "object" || value === null) return false;
+  const { id, name, tag } = value as Record<string, unknown>;
+  return (typeof id === "bigint" || Number.isSafeInteger(id)) && typeof name === "string" && (tag === undefined || typeof tag === "string");
+}
+
+// The meta only lets the document generator pass over it: the served schema is `documentedOutput`.
+const StoredPlantPage = z
+  .custom<ListedPlant[]>((value) => Array.isArray(value) && value.every(isListedPlant), "a page of stored plants")
+  .meta({ type: "array" });
 
 export const plantsRouter = {
   create: protectedProcedure

@@ -1,22 +1,23 @@
 import type { NewPlant } from "@plantstore/schema";
+import type { ListedPlant } from "./plant-store.ts";
 
 /** A stored plant as both backends read it: int8 ids as BigInt, no tag as NULL. */
 export type PlantRow = { id: bigint; name: string; tag: string | null };
-/** The same row where the driver returns arrays (node:sqlite with setReturnArrays). */
-export type PlantRowArray = [id: bigint, name: string, tag: string | null];
+/** The same row where the driver returns arrays (node:sqlite with setReturnArrays); ids as numbers where safe. */
+export type PlantRowArray = [id: bigint | number, name: string, tag: string | null];
 
 export function plantRow(plant: NewPlant): PlantRow {
   return { id: plant.id, name: plant.name, tag: plant.tag ?? null };
 }
 
 /** The API's plant: a NULL tag is no `tag` key at all, never `"tag": null`. */
-export function plantFromRow(row: PlantRow | PlantRowArray): NewPlant {
-  // Indexed rather than destructured, so an object row is not copied into an array first.
-  return Array.isArray(row) ? plant(row[0], row[1], row[2]) : plant(row.id, row.name, row.tag);
+export function plantFromRow(row: PlantRow): NewPlant {
+  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
 }
 
-function plant(id: bigint, name: string, tag: string | null): NewPlant {
-  return tag === null ? { id, name } : { id, name, tag };
+/** A plant of a page, from an array row (indexed, so nothing is destructured into a copy). */
+export function listedFromRow(row: PlantRowArray): ListedPlant {
+  return row[2] === null ? { id: row[0], name: row[1] } : { id: row[0], name: row[1], tag: row[2] };
 }
 
 /** Whether a stored row holds the same plant as a write: a retry of it is a replay, not a conflict. */

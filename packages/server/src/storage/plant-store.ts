@@ -16,6 +16,13 @@ export type ListOptions = {
   tag?: string | undefined;
 };
 
+/**
+ * A plant as a page of the list carries it. An id within ±2^53 may come as a number rather than a
+ * bigint: the same digits in the JSON, without a BigInt per row and a copy of each plant to turn
+ * it back into a number when the page is written (measured: ~15% of a 100-plant page's CPU).
+ */
+export type ListedPlant = { id: bigint | number; name: string; tag?: string };
+
 export type MigrationStatus = { applied: number; known: number };
 
 export interface PlantStore {
@@ -24,7 +31,7 @@ export interface PlantStore {
   delete(id: bigint): Promise<DeleteOutcome>;
   get(id: bigint): Promise<NewPlant | undefined>;
   /** Plants ordered by id, at most `limit` of them. */
-  list(options: ListOptions): Promise<NewPlant[]>;
+  list(options: ListOptions): Promise<ListedPlant[]>;
   /** Cheap liveness probe of the underlying database. */
   ping(): Promise<void>;
   /** Schema migrations recorded in the database, and the newest this build knows (for /readyz). */

@@ -154,6 +154,17 @@ describe(`plants (${TEST_BACKEND})`, () => {
     }
     expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([-(2n ** 63n), 2n ** 53n + 1n, 2n ** 63n - 1n]);
   });
+
+  it("lists every id exactly, a page mixing ids within and beyond ±2^53 included (small ones may come as numbers)", async () => {
+    const store = await open();
+    const ids = [-(2n ** 53n) - 1n, -(2n ** 53n) + 1n, -1n, 0n, 7n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n - 1n];
+    for (const id of ids) expect(await store.create({ id, name: "n", tag: "t" })).toBe("created");
+    const listed = await store.list({ limit: 100 });
+    expect(listed.map((p) => BigInt(p.id))).toEqual(ids);
+    for (const p of listed) if (typeof p.id === "number") expect(Number.isSafeInteger(p.id)).toBe(true);
+    expect((await store.list({ limit: 3, after: 0n, tag: "t" })).map((p) => BigInt(p.id))).toEqual([7n, 2n ** 53n - 1n, 2n ** 53n]);
+    expect((await store.list({ limit: 2, after: -2n })).map((p) => [BigInt(p.id), p.name, p.tag])).toEqual([[-1n, "n", "t"], [0n, "n", "t"]]);
+  });
 });
 
 describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
@@ -181,6 +192,33 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
         expect(r.outcome).toBe(sameContent ? "replayed" : "conflict");
       }
     }
+  });
+
+  it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
+    const store = await open();
+    await backend.exec(database, "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)");
+    const names = ['say "hi"', "back\\slash\\", "a,b", "{braces}", "NULL", " spaced ", "üñí 🌿", "tab\tnew\nline", '\\"'];
+    const plants = names.map((name, i) => ({ id: BigInt(i + 1), name, ...(i % 2 === 0 ? { tag: name } : {}) }));
+    plants.push({ id: 100n, name: "tagged NULL", tag: "NULL" });
+    expect(await Promise.all(plants.map((plant) => store.create(plant)))).toEqual(plants.map(() => "created"));
+    for (const plant of plants) expect(await store.get(plant.id)).toEqual(plant);
+    const now = Date.now();
+    const deliveries = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 100 });
+    const payloads = deliveries.map((d) => d.payload).sort();
+    const expected = plants.map((plant) => JSON.stringify({ id: Number(plant.id), name: plant.name, ...(plant.tag === undefined ? {} : { tag: plant.tag }) }));
+    expect(payloads).toEqual(expected.sort());
+  });
+
+  it("announces plants created right after the first subscriber is added", async () => {
+    const store = await open();
+    expect(await store.create({ id: 1n, name: "before" })).toBe("created");
+    expect(await store.webhookBacklog()).toBe(0);
+    await backend.exec(database, "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)");
+    expect(await Promise.all([store.create({ id: 2n, name: "after" }), store.create({ id: 3n, name: "after" })])).toEqual(["created", "created"]);
+    expect(await store.webhookBacklog()).toBe(2);
+    await backend.exec(database, "UPDATE webhook_subscribers SET active = false");
+    expect(await store.create({ id: 4n, name: "unsubscribed" })).toBe("created");
+    expect(await store.webhookBacklog()).toBe(2);
   });
 
   it("hand each due webhook delivery to exactly one claimer (a lease; FOR UPDATE SKIP LOCKED on PostgreSQL)", async () => {

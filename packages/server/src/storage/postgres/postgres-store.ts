@@ -3,9 +3,10 @@ import type { NewPlant } from "@plantstore/schema";
 import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { plantFromRow, plantRow, samePlant, type PlantRow } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, ListedPlant, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
+import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
 import { migratePostgres } from "./migrations.ts";
 import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
@@ -29,17 +30,25 @@ type Stored = { name: string; tag: string | null };
  * `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a concurrent,
  * uncommitted insert of the same id waits for it to commit or roll back, so two instances can
  * never both create one id.
+ *
+ * The events' message ids and payloads ($4, $5) are only built when the last batch saw an active
+ * subscriber: without subscribers they cost more client CPU than the rest of the batch. A batch
+ * sent without them that finds a subscriber after all (one was added meanwhile) stores nothing
+ * (`go` is false) and says so (`subscribed`), and is sent again with them. Whether there are
+ * subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
       AS t(id, name, tag, message_id, payload)
-  ), inserted AS (
-    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
   ), subscribers AS (
     SELECT id FROM webhook_subscribers WHERE active
+  ), go AS (
+    SELECT $4::text[] IS NOT NULL OR NOT EXISTS (SELECT 1 FROM subscribers) AS ok
+  ), inserted AS (
+    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input WHERE (SELECT ok FROM go)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
   ), events AS (
     INSERT INTO webhook_events (message_id, payload, created_at)
     SELECT input.message_id, input.payload, $6 FROM input JOIN inserted USING (id)
@@ -49,9 +58,9 @@ const INSERT_BATCH = `
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
     SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events CROSS JOIN subscribers
   )
-  SELECT id, NULL::bigint AS events FROM inserted
+  SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
-  SELECT NULL, count(*) FROM events`;
+  SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -70,6 +79,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #webhooks: PostgresWebhookQueue;
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
+  // Whether the last batch found an active subscriber: the next one then carries its events.
+  #subscribersSeen = true;
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -146,23 +157,31 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   async #insert(plants: PlantRow[]): Promise<Set<bigint>> {
+    const withEvents = this.#subscribersSeen;
     const now = Date.now();
     const rows = await this.#withRetry(() =>
-      query<{ id: bigint | null; events: bigint | null }>(this.#pool, INSERT_BATCH, [
-        plants.map((p) => p.id),
-        plants.map((p) => p.name),
-        plants.map((p) => p.tag),
-        plants.map(() => newMessageId()),
-        plants.map((p) => newPlantPayload(p)),
+      query<{ id: bigint | null; events: bigint | null; subscribed: boolean | null }>(this.#pool, INSERT_BATCH, [
+        bigintArrayLiteral(plants.map((p) => p.id)),
+        textArrayLiteral(plants.map((p) => p.name)),
+        textArrayLiteral(plants.map((p) => p.tag)),
+        withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
+        withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
         now,
       ], "plants_insert_batch"),
     );
     const created = new Set<bigint>();
     let events = 0n;
+    let subscribed = false;
     for (const row of rows) {
       if (row.id !== null) created.add(row.id);
-      else events += row.events ?? 0n;
+      else {
+        events += row.events ?? 0n;
+        subscribed = row.subscribed === true;
+      }
     }
+    this.#subscribersSeen = subscribed;
+    // Sent without events but a subscriber was there: nothing was stored; again, with them.
+    if (subscribed && !withEvents) return this.#insert(plants);
     if (events > 0n) for (const listener of this.#eventListeners) listener();
     return created;
   }
@@ -195,7 +214,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     return row === undefined ? undefined : plantFromRow(row);
   }
 
-  async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
+  async list({ limit, after, tag }: ListOptions): Promise<ListedPlant[]> {
     this.#refuseWhenClosed();
     // Four plain statements rather than `($1 IS NULL OR …)`, so each one is planned for its index.
     const [name, text, values] =

@@ -5,8 +5,8 @@ import { Worker } from "node:worker_threads";
 import type { NewPlant } from "@plantstore/schema";
 import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
-import { plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
+import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
+import type { CreateOutcome, DeleteOutcome, ListedPlant, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
@@ -48,8 +48,42 @@ function rowsAsArrays(statement: StatementSync): StatementSync {
   return statement;
 }
 
+type ListStatements = Record<"all" | "after" | "tag" | "tagAfter", StatementSync>;
+
+/** One statement per filter combination, so each uses its index (the primary key, or (tag, id)). */
+function listStatements(db: DatabaseSync, readBigInts: boolean): ListStatements {
+  const prepare = (sql: string) => {
+    const statement = rowsAsArrays(db.prepare(sql));
+    statement.setReadBigInts(readBigInts);
+    return statement;
+  };
+  const columns = "SELECT id, name, tag FROM plants";
+  return {
+    all: prepare(`${columns} ORDER BY id LIMIT ?`),
+    after: prepare(`${columns} WHERE id > ? ORDER BY id LIMIT ?`),
+    tag: prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`),
+    tagAfter: prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`),
+  };
+}
+
+function isOutOfRange(error: unknown): boolean {
+  return error instanceof Error && (error as NodeJS.ErrnoException).code === "ERR_OUT_OF_RANGE";
+}
+
 // Under vitest and `dev` this module runs from its .ts source, built it is .js: start the writer alike.
 const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js", import.meta.url);
+
+function page(statements: ListStatements, { limit, after, tag }: ListOptions): Array<PlantRowArray | PlantRow> {
+  return (
+    tag === undefined
+      ? after === undefined
+        ? statements.all.all(limit)
+        : statements.after.all(after, limit)
+      : after === undefined
+        ? statements.tag.all(tag, limit)
+        : statements.tagAfter.all(tag, after, limit)
+  ) as Array<PlantRowArray | PlantRow>;
+}
 
 /**
  * The embedded default. Driver: Node's built-in `node:sqlite` (measured against better-sqlite3
@@ -63,7 +97,9 @@ const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts
 export class SqliteStore implements PlantStore, WebhookQueue {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
-  readonly #listStatements: Record<"all" | "after" | "tag" | "tagAfter", StatementSync>;
+  // Pages read ids as numbers (see ListedPlant); a page holding an id beyond ±2^53 is read again as bigints.
+  readonly #listStatements: ListStatements;
+  readonly #listStatementsBigInt: ListStatements;
   readonly #init: WriterInit;
   readonly #inline: ((request: BatchRequest) => BatchResult) | undefined;
   readonly #writes: GroupCommit<WriteOp, ItemResult>;
@@ -78,14 +114,8 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     // An in-memory database exists only on this connection: it commits here (there is no fsync to hide).
     this.#inline = inMemory ? createBatchCommitter(db) : undefined;
     this.#select = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
-    // One statement per filter combination, so each uses its index (the primary key, or (tag, id)).
-    const columns = "SELECT id, name, tag FROM plants";
-    this.#listStatements = {
-      all: rowsAsArrays(db.prepare(`${columns} ORDER BY id LIMIT ?`)),
-      after: rowsAsArrays(db.prepare(`${columns} WHERE id > ? ORDER BY id LIMIT ?`)),
-      tag: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? ORDER BY id LIMIT ?`)),
-      tagAfter: rowsAsArrays(db.prepare(`${columns} WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`)),
-    };
+    this.#listStatements = listStatements(db, false);
+    this.#listStatementsBigInt = listStatements(db, true);
     this.#writes = new GroupCommit({
       commit: (ops) => this.#commit(ops),
       maxBatchSize: options.maxBatchSize ?? 1024,
@@ -200,18 +230,15 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     return row === undefined ? undefined : plantFromRow(row);
   }
 
-  async list({ limit, after, tag }: ListOptions): Promise<NewPlant[]> {
-    const statements = this.#listStatements;
-    const rows = (
-      tag === undefined
-        ? after === undefined
-          ? statements.all.all(limit)
-          : statements.after.all(after, limit)
-        : after === undefined
-          ? statements.tag.all(tag, limit)
-          : statements.tagAfter.all(tag, after, limit)
-    ) as Array<PlantRowArray | PlantRow>;
-    return rows.map(plantFromRow);
+  async list(options: ListOptions): Promise<ListedPlant[]> {
+    let rows: Array<PlantRowArray | PlantRow>;
+    try {
+      rows = page(this.#listStatements, options);
+    } catch (error) {
+      if (!isOutOfRange(error)) throw error;
+      rows = page(this.#listStatementsBigInt, options);
+    }
+    return rows.map((row) => listedFromRow(Array.isArray(row) ? row : [row.id, row.name, row.tag]));
   }
 
   async ping(): Promise<void> {

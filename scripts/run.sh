@@ -27,6 +27,8 @@ case "${1:-}" in
     source scripts/chromium.sh
     install
     pnpm turbo run build lint typecheck
+    # The formatter's check over the whole tree, root files included (tooling/prettier).
+    pnpm run format:check
     # A second build must replay every task from turbo's cache: a miss here means a task's inputs
     # or outputs are declared wrongly (or a build writes into its own inputs).
     rebuild="$(pnpm turbo run build --output-logs=none)"

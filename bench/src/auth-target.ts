@@ -12,14 +12,24 @@ const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("
  */
 export function authSetup(kind: "opaque" | "jwt", serverBin: string, env: Record<string, string>): AuthSetup {
   if (kind === "opaque") {
-    const output = execFileSync(process.execPath, [serverBin, "tokens", "create", "--name", "bench", "--scopes", "plants:write", "--json"], {
-      env: { ...process.env, ...env },
-      encoding: "utf8",
-    });
+    const output = execFileSync(
+      process.execPath,
+      [serverBin, "tokens", "create", "--name", "bench", "--scopes", "plants:write", "--json"],
+      {
+        env: { ...process.env, ...env },
+        encoding: "utf8",
+      },
+    );
     return { env: {}, token: (JSON.parse(output) as { token: string }).token };
   }
   const secret = randomBytes(32).toString("base64url");
-  const claims = { iss: "https://bench.invalid/", aud: "plantstore", sub: "bench", scope: "plants:write", exp: Math.floor(Date.now() / 1000) + 86_400 };
+  const claims = {
+    iss: "https://bench.invalid/",
+    aud: "plantstore",
+    sub: "bench",
+    scope: "plants:write",
+    exp: Math.floor(Date.now() / 1000) + 86_400,
+  };
   const signingInput = `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(claims)}`;
   const signature = createHmac("sha256", secret).update(signingInput).digest("base64url");
   return {

@@ -35,17 +35,16 @@ async function onConnection(url: string, run: (client: Client) => Promise<unknow
 async function prefillPostgres(url: string, count: number, ids: IdMode): Promise<void> {
   const chunk = 500_000;
   await onConnection(url, async (client) => {
-    const stored = async () => Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM plants")).rows[0]!.n);
+    const stored = async () =>
+      Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM plants")).rows[0]!.n);
     let have = await stored();
     while (have < count) {
       const size = Math.min(chunk, count - have);
       if (ids === "sequential") {
-        await client.query("INSERT INTO plants (id, name, tag) SELECT g, $3, $4 FROM generate_series($1::bigint, $2::bigint) g", [
-          have + 1,
-          have + size,
-          PLANT_NAME,
-          PLANT_TAG,
-        ]);
+        await client.query(
+          "INSERT INTO plants (id, name, tag) SELECT g, $3, $4 FROM generate_series($1::bigint, $2::bigint) g",
+          [have + 1, have + size, PLANT_NAME, PLANT_TAG],
+        );
         have += size;
       } else {
         await client.query(
@@ -74,7 +73,9 @@ const BACKENDS: Record<string, (scratchDir: string) => Promise<Backend>> = {
   },
   postgres: async () => {
     const name = `plantstore_bench_${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString("hex")}`;
-    await onConnection(POSTGRES_URL, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8'`));
+    await onConnection(POSTGRES_URL, (admin) =>
+      admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8'`),
+    );
     const url = new URL(POSTGRES_URL);
     url.pathname = `/${name}`;
     return {

@@ -40,7 +40,10 @@ function serverBin(): ServerBin {
 
 function gitCommit(): string | null {
   try {
-    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
   } catch {
     return null;
   }
@@ -56,7 +59,10 @@ const fromInvocationDir = (path: string) => resolve(process.env["INIT_CWD"] ?? "
 
 /** Runs `plantstore-server migrate` against a backend, so it can be prefilled before the server starts. */
 function migrate(server: ServerBin, env: Record<string, string>): void {
-  execFileSync(process.execPath, [server.bin, "migrate"], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  execFileSync(process.execPath, [server.bin, "migrate"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
 }
 
 /** A backend of the default run that cannot be reached here: its target is left out. */
@@ -89,7 +95,8 @@ async function startOurs(
       PLANTSTORE_RATE_LIMIT_TOKEN: "100000000/60s",
       ...(variant.workers === undefined ? {} : { PLANTSTORE_WORKERS: String(variant.workers) }),
     };
-    const server = variant.bin === undefined ? context.server : { ...context.server, bin: fromInvocationDir(variant.bin) };
+    const server =
+      variant.bin === undefined ? context.server : { ...context.server, bin: fromInvocationDir(variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
       migrate(server, env);
@@ -113,7 +120,9 @@ async function startOurs(
       cpus: { plan: context.plan, cpus: workers > 1 ? context.plan.multiProcessServer : context.plan.server },
       nodeFlags: [
         ...context.server.nodeFlags,
-        ...(context.profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(context.profileDir, variant.name)}`]),
+        ...(context.profileDir === undefined
+          ? []
+          : ["--cpu-prof", `--cpu-prof-dir=${join(context.profileDir, variant.name)}`]),
       ],
     });
     return { target, variant, backend, token };
@@ -125,7 +134,8 @@ async function startOurs(
 
 /** The requests a target gets in one job: fresh ids for inserts, cursors within its prefill for lists. */
 function requestSpec(options: BenchOptions, variant: Variant, jobNumber: number): RequestSpec {
-  if (options.scenario === "list") return { kind: "list", limit: options.limit, maxAfter: variant.prefill - options.limit };
+  if (options.scenario === "list")
+    return { kind: "list", limit: options.limit, maxAfter: variant.prefill - options.limit };
   return { kind: "insert", ids: options.ids, idBase: jobNumber * ID_STRIDE };
 }
 
@@ -164,7 +174,12 @@ async function bench(options: BenchOptions): Promise<number> {
   try {
     load = await LoadGenerator.start(plan);
     if (options.scenario !== "soak") {
-      const baseline = await startTarget("baseline", [BASELINE_SCRIPT], { BASELINE_LIST_LIMIT: String(options.limit) }, { cpus: { plan, cpus: plan.server } });
+      const baseline = await startTarget(
+        "baseline",
+        [BASELINE_SCRIPT],
+        { BASELINE_LIST_LIMIT: String(options.limit) },
+        { cpus: { plan, cpus: plan.server } },
+      );
       started.push({ target: baseline, variant: null, backend: null, token });
     }
     for (const variant of options.variants) {
@@ -172,7 +187,9 @@ async function bench(options: BenchOptions): Promise<number> {
         started.push(await startOurs(options, variant, { server, scratch, token, plan, profileDir }));
       } catch (error) {
         if (!(error instanceof BackendUnreachable)) throw error;
-        say(`${variant.name}: left out, its ${variant.backend} database cannot be reached (${error.message}); --backend sqlite skips it up front`);
+        say(
+          `${variant.name}: left out, its ${variant.backend} database cannot be reached (${error.message}); --backend sqlite skips it up front`,
+        );
       }
     }
     const targets = started.map((s) => s.target);
@@ -218,7 +235,13 @@ async function bench(options: BenchOptions): Promise<number> {
     let table: string;
     let authVsStatic: number | undefined;
     if (options.scenario === "soak") {
-      const soak = await runSoak(options, load, started[0]!.target, (seconds, extra) => jobFor(started[0]!, seconds, extra), say);
+      const soak = await runSoak(
+        options,
+        load,
+        started[0]!.target,
+        (seconds, extra) => jobFor(started[0]!, seconds, extra),
+        say,
+      );
       report["soak"] = soak.report;
       failures = soak.failures;
       table = soak.table;
@@ -241,15 +264,24 @@ async function bench(options: BenchOptions): Promise<number> {
       const reports: Record<string, TargetReport> = {};
       for (const s of started) {
         const name = s.target.name;
-        reports[name] = summarize(s.target.cpus, warmups.get(name) ?? null, rounds.get(name)!, readRss(s.target.pid).peak);
+        reports[name] = summarize(
+          s.target.cpus,
+          warmups.get(name) ?? null,
+          rounds.get(name)!,
+          readRss(s.target.pid).peak,
+        );
       }
       report["targets"] = reports;
       report["ratios"] = ratios(reports);
       // The headline ratios by name, as earlier versions of this JSON had them.
       const rps = (name: string) => reports[name]?.summary.requestsPerSecMean;
-      const share = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
+      const share = (a: number | undefined, b: number | undefined) =>
+        a === undefined || b === undefined || b === 0 ? undefined : a / b;
       authVsStatic = share(rps(`ours-${options.auth}`), rps("ours"));
-      report["ratio"] = { requestsPerSec: share(rps(options.variants[0]!.name), rps("baseline")), ...(authVsStatic === undefined ? {} : { authVsStatic }) };
+      report["ratio"] = {
+        requestsPerSec: share(rps(options.variants[0]!.name), rps("baseline")),
+        ...(authVsStatic === undefined ? {} : { authVsStatic }),
+      };
       failures = findFailures(reports);
       table = formatTargets(reports);
     }
@@ -281,16 +313,20 @@ async function bench(options: BenchOptions): Promise<number> {
       options.scenario === "list"
         ? `GET /plants?limit=${options.limit}&after=<random>`
         : `POST /plants (${options.ids} ids)`;
-    const length = options.requests === undefined ? `${options.duration} s` : `${options.requests.toLocaleString("en-US")} requests`;
+    const length =
+      options.requests === undefined ? `${options.duration} s` : `${options.requests.toLocaleString("en-US")} requests`;
     say(
       `\n${options.scenario}: ${what}, ${options.connections} connections, ` +
-        (options.scenario === "soak" ? `${options.duration} s` : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
+        (options.scenario === "soak"
+          ? `${options.duration} s`
+          : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
         `, backend ${[...new Set(started.flatMap((s) => (s.variant === null ? [] : [s.variant.backend])))].join(" and ")}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
         `, load average ${loadBefore.join(" ")} before, ${loadAfter.join(" ")} after\n`,
     );
     say(table);
     if (authVsStatic !== undefined) say(`ours-${options.auth}/ours (static token) req/s: ${authVsStatic.toFixed(3)}`);
-    if (profiles !== undefined) for (const [name, summary] of Object.entries(profiles)) say(`\n${formatProfile(summary, name)}`);
+    if (profiles !== undefined)
+      for (const [name, summary] of Object.entries(profiles)) say(`\n${formatProfile(summary, name)}`);
     say(`\nresults: ${out}${profileDir === undefined ? "" : `\nprofiles: ${profileDir}`}`);
     if (failures.length > 0) {
       process.stderr.write(`\nFAILED: these numbers do not measure what they claim:\n  ${failures.join("\n  ")}\n`);

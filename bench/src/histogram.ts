@@ -21,7 +21,9 @@ export class LatencyHistogram {
   record(ms: number): void {
     const us = ms * 1000;
     const bucket =
-      us < FINE_LIMIT_US ? Math.floor(us / FINE_US) : Math.min(BUCKETS - 1, FINE_BUCKETS + Math.floor((us - FINE_LIMIT_US) / COARSE_US));
+      us < FINE_LIMIT_US
+        ? Math.floor(us / FINE_US)
+        : Math.min(BUCKETS - 1, FINE_BUCKETS + Math.floor((us - FINE_LIMIT_US) / COARSE_US));
     this.#counts[bucket]!++;
     this.count++;
     this.sumUs += us;
@@ -64,7 +66,8 @@ export class LatencyHistogram {
     for (let bucket = 0; bucket < BUCKETS; bucket++) {
       seen += this.#counts[bucket]!;
       if (seen >= rank) {
-        const upperUs = bucket < FINE_BUCKETS ? (bucket + 1) * FINE_US : FINE_LIMIT_US + (bucket - FINE_BUCKETS + 1) * COARSE_US;
+        const upperUs =
+          bucket < FINE_BUCKETS ? (bucket + 1) * FINE_US : FINE_LIMIT_US + (bucket - FINE_BUCKETS + 1) * COARSE_US;
         return Math.min(upperUs, this.maxUs) / 1000;
       }
     }

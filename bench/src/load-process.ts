@@ -75,7 +75,13 @@ function runJob(job: LoadJob): Promise<LoadResult> {
     events.on("reqError", () => intervalCounts.errors++);
     events.on("reqMismatch", () => intervalCounts.mismatches++);
     const reportInterval = () => {
-      send({ type: "interval", jobId: job.jobId, atSec: (Date.now() - startedAt) / 1000, ...intervalCounts, latencyMs: interval.summary() });
+      send({
+        type: "interval",
+        jobId: job.jobId,
+        atSec: (Date.now() - startedAt) / 1000,
+        ...intervalCounts,
+        latencyMs: interval.summary(),
+      });
       intervalCounts = { responses: 0, status200: 0, non2xx: 0, errors: 0, mismatches: 0 };
       interval.reset();
     };
@@ -86,7 +92,8 @@ function runJob(job: LoadJob): Promise<LoadResult> {
 process.on("message", (job: LoadJob) => {
   runJob(job).then(
     (result) => send({ type: "done", jobId: job.jobId, result }),
-    (error: unknown) => send({ type: "failed", jobId: job.jobId, error: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) =>
+      send({ type: "failed", jobId: job.jobId, error: error instanceof Error ? error.message : String(error) }),
   );
 });
 // The harness going away (even killed) closes the IPC channel: go with it.

@@ -35,10 +35,14 @@ export async function measuredRun(
   const targetsCpu = everyone.map(cpuOf).reduce((total, cpu, i) => total + cpu - everyoneBefore[i]!, 0);
   const self = process.cpuUsage(selfBefore);
   const machineAfter = machineBusySeconds();
-  const others = machineAfter.busy - machineBefore.busy - targetsCpu - result.clientCpuSec - (self.user + self.system) / 1e6;
+  const others =
+    machineAfter.busy - machineBefore.busy - targetsCpu - result.clientCpuSec - (self.user + self.system) / 1e6;
   const threadsAfter = threadCpuSeconds(target.pid);
   const serverThreadsCpuSec = Object.fromEntries(
-    Object.entries(threadsAfter).map(([name, cpu]) => [name, Math.round((cpu - (threadsBefore[name] ?? 0)) * 1000) / 1000]),
+    Object.entries(threadsAfter).map(([name, cpu]) => [
+      name,
+      Math.round((cpu - (threadsBefore[name] ?? 0)) * 1000) / 1000,
+    ]),
   );
   target.assertAlive();
   return {

@@ -101,7 +101,8 @@ export class UsageError extends Error {}
 
 function integer(name: string, raw: string, min: number): number {
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new UsageError(`--${name} must be an integer >= ${min}, got ${raw}`);
+  if (!Number.isInteger(value) || value < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, got ${raw}`);
   return value;
 }
 
@@ -162,10 +163,13 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   // The plain insert run reports both backends beside the baseline; anything that multiplies
   // targets or measures something else (smoke, lists, soak, durability, workers, prefill, auth) keeps to SQLite.
   const plainInsert =
-    scenario === "insert" && !smoke && [values.durability, values.workers, values.prefill, values.auth].every((v) => v === undefined);
+    scenario === "insert" &&
+    !smoke &&
+    [values.durability, values.workers, values.prefill, values.auth].every((v) => v === undefined);
   const backendsImplicit = values.backend === undefined;
   const backends = list("backend", values.backend, plainInsert ? ["sqlite", "postgres"] : ["sqlite"], (b) => {
-    if (!BACKEND_NAMES.includes(b)) throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${b}`);
+    if (!BACKEND_NAMES.includes(b))
+      throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(", ")}, got ${b}`);
     return b;
   });
   const ids = values.ids ?? "sequential";
@@ -215,7 +219,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   }
 
   const auth = values.auth ?? "static";
-  if (auth !== "static" && auth !== "opaque" && auth !== "jwt") throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
+  if (auth !== "static" && auth !== "opaque" && auth !== "jwt")
+    throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
   if (auth !== "static") {
     if (backends.length > 1) throw new UsageError("--auth compares against one backend; give a single --backend");
     if (scenario === "soak") throw new UsageError("--auth needs the insert or list scenario");
@@ -227,7 +232,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   }
 
   const rateFraction = values["rate-fraction"] === undefined ? 0.7 : Number(values["rate-fraction"]);
-  if (!(rateFraction > 0 && rateFraction <= 1)) throw new UsageError(`--rate-fraction must be in (0, 1], got ${values["rate-fraction"]}`);
+  if (!(rateFraction > 0 && rateFraction <= 1))
+    throw new UsageError(`--rate-fraction must be in (0, 1], got ${values["rate-fraction"]}`);
   const soak = scenario === "soak";
   return {
     scenario,

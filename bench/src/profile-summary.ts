@@ -13,7 +13,12 @@ type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTi
 
 /** `share` is of the busy (non-idle) time: what a request path costs, whatever the load. */
 export type ProfileEntry = { name: string; selfMs: number; share: number };
-export type ProfileSummary = { totalMs: number; idleShare: number; functions: ProfileEntry[]; packages: ProfileEntry[] };
+export type ProfileSummary = {
+  totalMs: number;
+  idleShare: number;
+  functions: ProfileEntry[];
+  packages: ProfileEntry[];
+};
 
 /** `node_modules/.pnpm/koa@3.3.0/node_modules/koa/lib/x.js` becomes `koa`; our sources become `ours:<file>`. */
 function packageOf(url: string): string {
@@ -52,7 +57,12 @@ export function summarizeProfile(path: string, top = 25): ProfileSummary {
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([name, us]) => ({ name, selfMs: Math.round(us / 100) / 10, share: busy === 0 ? 0 : us / busy }));
-  return { totalMs: total / 1000, idleShare: total === 0 ? 0 : idle / total, functions: rank(functions), packages: rank(packages) };
+  return {
+    totalMs: total / 1000,
+    idleShare: total === 0 ? 0 : idle / total,
+    functions: rank(functions),
+    packages: rank(packages),
+  };
 }
 
 export function formatProfile(summary: ProfileSummary, title: string): string {

@@ -43,7 +43,12 @@ const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((a, 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
-export function summarize(cpus: number[] | null, warmup: LoadResult | null, rounds: RoundResult[], vmHwmBytes: number): TargetReport {
+export function summarize(
+  cpus: number[] | null,
+  warmup: LoadResult | null,
+  rounds: RoundResult[],
+  vmHwmBytes: number,
+): TargetReport {
   const latency = new LatencyHistogram();
   for (const round of rounds) latency.add(round.latency);
   const requests = sum(rounds.map((r) => r.requests));
@@ -82,7 +87,10 @@ export function findFailures(targets: Record<string, TargetReport>): string[] {
   return failures;
 }
 
-export function runFailures(label: string, run: Pick<LoadResult, "errors" | "timeouts" | "non2xx" | "mismatches">): string[] {
+export function runFailures(
+  label: string,
+  run: Pick<LoadResult, "errors" | "timeouts" | "non2xx" | "mismatches">,
+): string[] {
   const failures: string[] = [];
   if (run.errors > 0) failures.push(`${label}: ${run.errors} connection errors (${run.timeouts} timeouts)`);
   if (run.non2xx > 0) failures.push(`${label}: ${run.non2xx} non-2xx responses`);
@@ -120,7 +128,10 @@ export function formatTable(header: string[], rows: string[][], textColumns: num
   const widths = header.map((_, col) => Math.max(...table.map((row) => (row[col] ?? "").length)));
   // Text columns left-aligned, numbers right-aligned, as a reader scans them.
   const line = (row: string[]) =>
-    row.map((cell, col) => (textColumns.includes(col) ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join("  ").trimEnd();
+    row
+      .map((cell, col) => (textColumns.includes(col) ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!)))
+      .join("  ")
+      .trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
 }
 

@@ -16,7 +16,10 @@ import { fileURLToPath } from "node:url";
  */
 const BENCH = fileURLToPath(new URL("./bench.ts", import.meta.url));
 
-type Report = { ok: boolean; targets: Record<string, { summary: { requestsPerSecMean: number; latencyMs?: { p99?: number } } }> };
+type Report = {
+  ok: boolean;
+  targets: Record<string, { summary: { requestsPerSecMean: number; latencyMs?: { p99?: number } } }>;
+};
 
 async function run(args: string[], out: string): Promise<Report> {
   const child = spawn(process.execPath, [BENCH, ...args, "--out", out], { stdio: "inherit" });

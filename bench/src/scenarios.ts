@@ -28,7 +28,6 @@ export function randomId(): number {
   return 1 + Math.floor(Math.random() * (2 ** 53 - 1));
 }
 
-
 export type BuiltRequest = {
   method: "GET" | "POST";
   path: string;

@@ -90,29 +90,37 @@ export async function runSoak(
   let lastAt = 0;
   let lastCpu = treeCpuSeconds(target.pid);
   const rssStart = readRss(target.pid).rss;
-  say(`soak: ${options.duration} s at ${rate} req/s, ${options.connections} connections, reported every ${options.interval} s`);
-  const result = await measuredRun(load, target, [target], jobFor(options.duration, { rate, intervalSec: options.interval }), (tick) => {
-    const cpu = treeCpuSeconds(target.pid);
-    const seconds = tick.atSec - lastAt;
-    const interval: SoakInterval = {
-      atSec: Math.round(tick.atSec * 10) / 10,
-      requestsPerSec: Math.round(tick.responses / seconds),
-      p99Ms: tick.latencyMs.p99,
-      status200: tick.status200,
-      errors: tick.errors,
-      non2xx: tick.non2xx,
-      mismatches: tick.mismatches,
-      rssMb: mb(readRss(target.pid).rss),
-      serverCpu: Math.round(((cpu - lastCpu) / seconds) * 100) / 100,
-    };
-    lastAt = tick.atSec;
-    lastCpu = cpu;
-    intervals.push(interval);
-    say(
-      `soak ${String(Math.round(interval.atSec)).padStart(4)} s: ${interval.requestsPerSec} req/s, p99 ${interval.p99Ms} ms, ` +
-        `${interval.errors + interval.non2xx + interval.mismatches} bad, RSS ${interval.rssMb} MB, server CPU ${interval.serverCpu}`,
-    );
-  });
+  say(
+    `soak: ${options.duration} s at ${rate} req/s, ${options.connections} connections, reported every ${options.interval} s`,
+  );
+  const result = await measuredRun(
+    load,
+    target,
+    [target],
+    jobFor(options.duration, { rate, intervalSec: options.interval }),
+    (tick) => {
+      const cpu = treeCpuSeconds(target.pid);
+      const seconds = tick.atSec - lastAt;
+      const interval: SoakInterval = {
+        atSec: Math.round(tick.atSec * 10) / 10,
+        requestsPerSec: Math.round(tick.responses / seconds),
+        p99Ms: tick.latencyMs.p99,
+        status200: tick.status200,
+        errors: tick.errors,
+        non2xx: tick.non2xx,
+        mismatches: tick.mismatches,
+        rssMb: mb(readRss(target.pid).rss),
+        serverCpu: Math.round(((cpu - lastCpu) / seconds) * 100) / 100,
+      };
+      lastAt = tick.atSec;
+      lastCpu = cpu;
+      intervals.push(interval);
+      say(
+        `soak ${String(Math.round(interval.atSec)).padStart(4)} s: ${interval.requestsPerSec} req/s, p99 ${interval.p99Ms} ms, ` +
+          `${interval.errors + interval.non2xx + interval.mismatches} bad, RSS ${interval.rssMb} MB, server CPU ${interval.serverCpu}`,
+      );
+    },
+  );
   failures.push(...runFailures("soak", result));
   if (result.status200 === 0) failures.push("soak: no 200 answered");
 

@@ -43,7 +43,8 @@ export async function startTarget(
   { port = 0, listeners = 1, cpus, nodeFlags = [] }: StartOptions = {},
 ): Promise<Target> {
   const nodeArgs = [...nodeFlags, ...args];
-  const [command, commandArgs] = cpus === undefined ? [process.execPath, nodeArgs] : pinnedCommand(cpus.plan, cpus.cpus, process.execPath, nodeArgs);
+  const [command, commandArgs] =
+    cpus === undefined ? [process.execPath, nodeArgs] : pinnedCommand(cpus.plan, cpus.cpus, process.execPath, nodeArgs);
   const child = spawn(command, commandArgs, {
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -59,7 +60,10 @@ export async function startTarget(
   // Start-up output is kept whole (unlike the tail) so no "url" line is lost at a chunk boundary.
   let startup = "";
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(`fewer than ${listeners} "url" lines within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(`fewer than ${listeners} "url" lines within ${START_TIMEOUT_MS} ms`),
+      START_TIMEOUT_MS,
+    );
     const onExit = () => fail(exited ?? "exited");
     const onError = (error: Error) => fail(error.message);
     const onData = (chunk: Buffer) => {

@@ -37,27 +37,35 @@ async function runBench(name: string, args: string[]): Promise<Record<string, un
 // asserted, as it depends on the machine and whatever else runs on it.
 // Concurrent: each is mostly waiting on start-up and its 1 s rounds, and none asserts a speed.
 describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
-  it("insert: measures the baseline and each variant, here an empty and a prefilled store", { timeout: 90_000 }, async () => {
-    const result = await runBench("insert", ["--prefill", "0,500"]);
-    const targets = result["targets"] as Record<string, { summary: Summary }>;
-    expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[prefill=0]", "ours[prefill=500]"]);
-    for (const { summary } of Object.values(targets)) {
-      expect(summary.requests).toBeGreaterThan(0);
-      expect(summary.status200).toBe(summary.requests);
-    }
-    expect(targets["ours[prefill=0]"]!.summary.serverCpuUsPerRequest).toBeGreaterThan(0);
-    const ratios = result["ratios"] as Array<{ name: string; against: string }>;
-    expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[prefill=500] / ours[prefill=0]");
-  });
+  it(
+    "insert: measures the baseline and each variant, here an empty and a prefilled store",
+    { timeout: 90_000 },
+    async () => {
+      const result = await runBench("insert", ["--prefill", "0,500"]);
+      const targets = result["targets"] as Record<string, { summary: Summary }>;
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[prefill=0]", "ours[prefill=500]"]);
+      for (const { summary } of Object.values(targets)) {
+        expect(summary.requests).toBeGreaterThan(0);
+        expect(summary.status200).toBe(summary.requests);
+      }
+      expect(targets["ours[prefill=0]"]!.summary.serverCpuUsPerRequest).toBeGreaterThan(0);
+      const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+      expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[prefill=500] / ours[prefill=0]");
+    },
+  );
 
-  it("insert: measures both backends side by side when asked (the default run does so without --smoke)", { timeout: 90_000 }, async () => {
-    const result = await runBench("backends", ["--backend", "sqlite,postgres"]);
-    const targets = result["targets"] as Record<string, { summary: Summary }>;
-    expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[backend=postgres]", "ours[backend=sqlite]"]);
-    for (const { summary } of Object.values(targets)) expect(summary.status200).toBe(summary.requests);
-    const ratios = result["ratios"] as Array<{ name: string; against: string }>;
-    expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[backend=postgres] / baseline");
-  });
+  it(
+    "insert: measures both backends side by side when asked (the default run does so without --smoke)",
+    { timeout: 90_000 },
+    async () => {
+      const result = await runBench("backends", ["--backend", "sqlite,postgres"]);
+      const targets = result["targets"] as Record<string, { summary: Summary }>;
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "ours[backend=postgres]", "ours[backend=sqlite]"]);
+      for (const { summary } of Object.values(targets)) expect(summary.status200).toBe(summary.requests);
+      const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+      expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours[backend=postgres] / baseline");
+    },
+  );
 
   it("list: pages through a prefilled store with full pages only", { timeout: 90_000 }, async () => {
     const result = await runBench("list", ["--scenario", "list", "--prefill", "300", "--limit", "50"]);

@@ -1,5 +1,15 @@
 import { builtinModules } from "node:module";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,7 +36,12 @@ import {
 const TOKEN = "e2e-token-0123456789abcdefghijklmnopq";
 const EXPECTED = ["@plantstore/cli", "@plantstore/client", "@plantstore/schema", "@plantstore/server"];
 
-type Packed = WorkspacePackage & { tarball: string; unpacked: string; files: string[]; manifest: Record<string, unknown> };
+type Packed = WorkspacePackage & {
+  tarball: string;
+  unpacked: string;
+  files: string[];
+  manifest: Record<string, unknown>;
+};
 
 let scratch: string;
 let project: string;
@@ -105,8 +120,12 @@ describe("pnpm pack of every public package", () => {
     for (const pkg of packed) {
       const stray = pkg.files.filter((f) => !/^(dist\/.+|README\.md|LICENSE|CHANGELOG\.md|package\.json)$/.test(f));
       expect(stray, pkg.name).toEqual([]);
-      for (const required of ["README.md", "LICENSE", "CHANGELOG.md", "package.json"]) expect(pkg.files, pkg.name).toContain(required);
-      expect(pkg.files.filter((f) => /\.test\.|\.tsbuildinfo$/.test(f)), pkg.name).toEqual([]);
+      for (const required of ["README.md", "LICENSE", "CHANGELOG.md", "package.json"])
+        expect(pkg.files, pkg.name).toContain(required);
+      expect(
+        pkg.files.filter((f) => /\.test\.|\.tsbuildinfo$/.test(f)),
+        pkg.name,
+      ).toEqual([]);
     }
   });
 
@@ -126,9 +145,17 @@ describe("pnpm pack of every public package", () => {
 
   it("points exports, types and bin only at files inside the tarball", () => {
     const targets = (value: unknown): string[] =>
-      typeof value === "string" ? [value] : value !== null && typeof value === "object" ? Object.values(value).flatMap(targets) : [];
+      typeof value === "string"
+        ? [value]
+        : value !== null && typeof value === "object"
+          ? Object.values(value).flatMap(targets)
+          : [];
     for (const pkg of packed) {
-      const paths = [...targets(pkg.manifest["exports"]), ...targets(pkg.manifest["types"]), ...targets(pkg.manifest["bin"])];
+      const paths = [
+        ...targets(pkg.manifest["exports"]),
+        ...targets(pkg.manifest["types"]),
+        ...targets(pkg.manifest["bin"]),
+      ];
       expect(paths.length, pkg.name).toBeGreaterThan(0);
       for (const path of paths) expect(existsSync(join(pkg.unpacked, path)), `${pkg.name}: ${path}`).toBe(true);
     }
@@ -136,7 +163,10 @@ describe("pnpm pack of every public package", () => {
 
   it("carries no source maps, and no source-map comment pointing anywhere", () => {
     for (const pkg of packed) {
-      expect(pkg.files.filter((f) => f.endsWith(".map")), pkg.name).toEqual([]);
+      expect(
+        pkg.files.filter((f) => f.endsWith(".map")),
+        pkg.name,
+      ).toEqual([]);
       for (const file of pkg.files.filter((f) => /\.(js|d\.ts)$/.test(f))) {
         expect(readFileSync(join(pkg.unpacked, file), "utf8"), `${pkg.name}/${file}`).not.toMatch(/sourceMappingURL=/);
       }
@@ -152,17 +182,24 @@ describe("pnpm pack of every public package", () => {
       expect(modules.length, pkg.name).toBeGreaterThan(0);
       for (const file of modules) {
         const code = readFileSync(join(pkg.unpacked, file), "utf8");
-        const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["']([^"']+)["']/g)].map((m) => m[1] ?? "");
+        const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["']([^"']+)["']/g)].map(
+          (m) => m[1] ?? "",
+        );
         for (const specifier of specifiers) {
           if (specifier.startsWith(".")) {
             // tsc keeps `./x.ts` in the declarations it emits (rewriteRelativeImportExtensions
             // rewrites only .js), and TypeScript resolves it to the `./x.d.ts` beside it.
             const target = file.endsWith(".d.ts") ? specifier.replace(/\.ts$/, ".d.ts") : specifier;
-            expect(existsSync(resolve(join(pkg.unpacked, file, ".."), target)), `${pkg.name}/${file} imports ${specifier}`).toBe(true);
+            expect(
+              existsSync(resolve(join(pkg.unpacked, file, ".."), target)),
+              `${pkg.name}/${file} imports ${specifier}`,
+            ).toBe(true);
             continue;
           }
           if (specifier.startsWith("node:") || builtins.has(specifier)) continue;
-          const name = specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : (specifier.split("/")[0] ?? "");
+          const name = specifier.startsWith("@")
+            ? specifier.split("/").slice(0, 2).join("/")
+            : (specifier.split("/")[0] ?? "");
           // Declarations may also be satisfied by the DefinitelyTyped package (koa -> @types/koa).
           const typesPackage = `@types/${name.replace(/^@/, "").replace("/", "__")}`;
           const declared = dependencies.has(name) || (file.endsWith(".d.ts") && dependencies.has(typesPackage));
@@ -179,9 +216,12 @@ describe("pnpm pack of every public package", () => {
  * trpc-to-openapi 3.3 name modules it does not depend on (fastify, next, h3), and are not ours to fix.
  */
 async function typeErrorsOutsideThirdParty(args: string[]): Promise<string[]> {
-  const result = await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), ...args], { cwd: project });
+  const result = await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), ...args], {
+    cwd: project,
+  });
   const errors = result.stdout.split("\n").filter((line) => /^\S.*\(\d+,\d+\): error TS/.test(line));
-  if (result.code !== 0 && errors.length === 0) throw new Error(`tsc failed without a diagnostic:\n${result.stdout}\n${result.stderr}`);
+  if (result.code !== 0 && errors.length === 0)
+    throw new Error(`tsc failed without a diagnostic:\n${result.stdout}\n${result.stderr}`);
   return errors.filter((line) => !line.startsWith("node_modules/") || line.startsWith("node_modules/@plantstore/"));
 }
 
@@ -212,7 +252,10 @@ describe("the tarballs installed with npm into a project outside the workspace",
         "",
       ].join("\n"),
     );
-    const out = await runOk(process.execPath, ["create.mjs"], { cwd: project, env: cleanEnv({ STORE_URL: server!.url, STORE_TOKEN: TOKEN }) });
+    const out = await runOk(process.execPath, ["create.mjs"], {
+      cwd: project,
+      env: cleanEnv({ STORE_URL: server!.url, STORE_TOKEN: TOKEN }),
+    });
     const { plant, resolved } = JSON.parse(out) as { plant: unknown; resolved: string };
     expect(plant).toEqual({ name: "Fern", tag: "fern" });
     expect(resolved).toBe(`file://${realpathSync(project)}/node_modules/@plantstore/client/dist/index.js`);
@@ -257,23 +300,40 @@ describe("the tarballs installed with npm into a project outside the workspace",
       ].join("\n"),
     );
     expect(await typeErrorsOutsideThirdParty(["-p", "tsconfig.json"])).toEqual([]);
-    const out = await runOk(process.execPath, ["consumer.ts"], { cwd: project, env: cleanEnv({ STORE_URL: server!.url, STORE_TOKEN: TOKEN }) });
+    const out = await runOk(process.execPath, ["consumer.ts"], {
+      cwd: project,
+      env: cleanEnv({ STORE_URL: server!.url, STORE_TOKEN: TOKEN }),
+    });
     expect(JSON.parse(out)).toEqual({ plant: { name: "Moss" }, conflict: 40900, isError: false });
     // A whole tsc run over Koa's, pino's and tRPC's declarations with skipLibCheck off: 28–30 s on a
     // loaded 2-core machine, where the shared 30 s limit failed it. What it checks is the types, not the time.
   }, 120_000);
 
   it("fails the type check when a consumer misuses the client (the check can fail)", async () => {
-    writeFileSync(join(project, "misuse.ts"), 'import { createPlantStoreClient } from "@plantstore/client";\ncreatePlantStoreClient({ baseUrl: 1 });\n');
-    const errors = await typeErrorsOutsideThirdParty(["--noEmit", "--strict", "--skipLibCheck", "--module", "nodenext", "--moduleResolution", "nodenext", "misuse.ts"]);
+    writeFileSync(
+      join(project, "misuse.ts"),
+      'import { createPlantStoreClient } from "@plantstore/client";\ncreatePlantStoreClient({ baseUrl: 1 });\n',
+    );
+    const errors = await typeErrorsOutsideThirdParty([
+      "--noEmit",
+      "--strict",
+      "--skipLibCheck",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "misuse.ts",
+    ]);
     expect(errors).toEqual([expect.stringMatching(/^misuse\.ts\(2,\d+\): error TS2322/)]);
   });
 
   it("runs the plantstore CLI from its tarball", async () => {
     const env = cleanEnv({ PLANTSTORE_URL: server!.url, PLANTSTORE_TOKEN: TOKEN });
     const bin = join(project, "node_modules/.bin/plantstore");
-    expect(await runOk(bin, ["plants", "create", "--id", "9", "--name", "Ivy", "--json"], { cwd: project, env })).toBe('{"name":"Ivy"}\n');
-    const version = (packed.find((p) => p.name === "@plantstore/cli")?.version ?? "?");
+    expect(await runOk(bin, ["plants", "create", "--id", "9", "--name", "Ivy", "--json"], { cwd: project, env })).toBe(
+      '{"name":"Ivy"}\n',
+    );
+    const version = packed.find((p) => p.name === "@plantstore/cli")?.version ?? "?";
     expect((await runOk(bin, ["--version"], { cwd: project, env })).trim()).toBe(version);
   });
 });

@@ -62,7 +62,11 @@ const anyIdOrTime = (text: string) =>
 /** A fresh store on a temporary SQLite file for one README's examples, and a folder to run them in. */
 function useStore() {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
-  const store = { dir, databaseUrl: `sqlite:${join(dir, "store.db")}`, server: undefined as unknown as RealServer<RunningServer> };
+  const store = {
+    dir,
+    databaseUrl: `sqlite:${join(dir, "store.db")}`,
+    server: undefined as unknown as RealServer<RunningServer>,
+  };
   beforeAll(async () => {
     store.server = await startRealServer(plantStoreServer, { database: { url: store.databaseUrl } });
   });
@@ -96,7 +100,11 @@ describe("README.md: one request", () => {
   it("curl: creating a plant prints what the README shows", async () => {
     const [createBlock] = codeBlocks(section(readme("README.md"), "One request"), "sh");
     expect(createBlock).toContain("curl");
-    const stdout = await bash(createBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
+    const stdout = await bash(createBlock!, {
+      dir: store.dir,
+      url: store.server.url,
+      env: { PLANTSTORE_TOKEN: TOKEN },
+    });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
   });
 });
@@ -113,10 +121,14 @@ describe("packages/server/README.md", () => {
     await client.createPlant({ id: 7n, name: "Fern", tag: "fern" });
     await client.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
     await client.createPlant({ id: 9223372036854775807n, name: "Fern", tag: "fern" });
-    const lines = (await bash(listBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } })).split(/\r?\n/);
+    const lines = (
+      await bash(listBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } })
+    ).split(/\r?\n/);
     for (const expected of printedLines(listBlock!)) expect(lines).toContain(expected);
     // The example's DELETE took plant 7 away: deleting it again is a 404.
-    await expect(client.deletePlant(7n)).rejects.toSatisfy((error) => error instanceof PlantStoreError && error.status === 404);
+    await expect(client.deletePlant(7n)).rejects.toSatisfy(
+      (error) => error instanceof PlantStoreError && error.status === 404,
+    );
   });
 
   it("the webhook subscriber commands run as shown, on the server's database", { timeout: 60_000 }, async () => {
@@ -133,13 +145,26 @@ describe("packages/server/README.md", () => {
     expect(subscriber).toBeDefined();
     expect(await bash(commands[1]!, { dir: store.dir, url: store.server.url, env })).toContain(subscriber);
     // A new plant makes a delivery (to a receiver that does not exist) for `deliveries` and `replay` to show.
-    await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch }).createPlant({ id: 100n, name: "Ivy" });
+    await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch }).createPlant({
+      id: 100n,
+      name: "Ivy",
+    });
     await bash(commands[2]!, { dir: store.dir, url: store.server.url, env });
-    const [delivery] = JSON.parse(await bash("plantstore-server webhooks deliveries --json", { dir: store.dir, url: store.server.url, env })) as { id: number }[];
+    const [delivery] = JSON.parse(
+      await bash("plantstore-server webhooks deliveries --json", { dir: store.dir, url: store.server.url, env }),
+    ) as { id: number }[];
     expect(delivery).toBeDefined();
-    const replayed = await bash(commands[3]!.replace(/ 42\b/, ` ${delivery!.id}`), { dir: store.dir, url: store.server.url, env });
+    const replayed = await bash(commands[3]!.replace(/ 42\b/, ` ${delivery!.id}`), {
+      dir: store.dir,
+      url: store.server.url,
+      env,
+    });
     expect(replayed.trim()).toBe(`delivery ${delivery!.id} queued again`);
-    const removed = await bash(commands[4]!.replace(/whk_…/, subscriber!), { dir: store.dir, url: store.server.url, env });
+    const removed = await bash(commands[4]!.replace(/whk_…/, subscriber!), {
+      dir: store.dir,
+      url: store.server.url,
+      env,
+    });
     expect(removed.trim()).toBe(`removed ${subscriber}`);
   });
 });
@@ -150,16 +175,23 @@ describe("packages/client/README.md", () => {
   const project = join(store.dir, "client-examples");
 
   const [first] = codeBlocks(markdown, "ts");
-  const errors = codeBlocks(section(markdown, "Errors"), "ts").find((block) => block.includes("PlantStoreRateLimitError"));
+  const errors = codeBlocks(section(markdown, "Errors"), "ts").find((block) =>
+    block.includes("PlantStoreRateLimitError"),
+  );
   const [paging] = codeBlocks(section(markdown, "`client.listPlants({ limit, after, tag }?, { signal }?)`"), "ts");
-  const [iterating] = codeBlocks(section(markdown, "`client.iteratePlants({ limit, after, tag }?, { signal }?)`"), "ts");
+  const [iterating] = codeBlocks(
+    section(markdown, "`client.iteratePlants({ limit, after, tag }?, { signal }?)`"),
+    "ts",
+  );
   // The later snippets continue the first one: `store` is its client.
   const setup = `import { createPlantStoreClient } from "@plantstore/client";\nconst store = createPlantStoreClient({ baseUrl: ${JSON.stringify(EXAMPLE_URL)}, token: ${JSON.stringify(TOKEN)} });\n`;
 
   // A project of the reader's: ESM, with the workspace's installed packages; every snippet type-checked there at once.
   beforeAll(async () => {
     const files: Record<string, string> = {
-      "first.ts": first!.replaceAll("https://plants.example.com", EXAMPLE_URL).replaceAll('"my-token"', JSON.stringify(TOKEN)),
+      "first.ts": first!
+        .replaceAll("https://plants.example.com", EXAMPLE_URL)
+        .replaceAll('"my-token"', JSON.stringify(TOKEN)),
       "errors.ts": errors!,
       // Pages of 2, so the loop follows `next` more than once.
       "paging.ts": setup + paging!.replace("limit: 50", "limit: 2"),
@@ -168,9 +200,21 @@ describe("packages/client/README.md", () => {
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
     symlinkSync(join(ROOT, "e2e", "node_modules"), join(project, "node_modules"), "dir");
-    for (const [file, text] of Object.entries(files)) writeFileSync(join(project, file), text.replaceAll(EXAMPLE_URL, store.server.url));
+    for (const [file, text] of Object.entries(files))
+      writeFileSync(join(project, file), text.replaceAll(EXAMPLE_URL, store.server.url));
     const tsc = join(ROOT, "e2e", "node_modules", "typescript", "bin", "tsc");
-    const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node"];
+    const flags = [
+      "--noEmit",
+      "--strict",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--types",
+      "node",
+    ];
     await runOk(process.execPath, [tsc, ...flags, ...Object.keys(files)], { cwd: project });
   }, 120_000);
 
@@ -190,8 +234,13 @@ describe("packages/client/README.md", () => {
   });
 
   it("the errors snippet type-checks, runs, and reports errors with the fields it names", async () => {
-    expect(await runOk(process.execPath, ["errors.ts"], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) })).toBe("Fern\n");
-    const refused = await run(process.execPath, ["errors.ts"], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }) });
+    expect(
+      await runOk(process.execPath, ["errors.ts"], { cwd: project, env: cleanEnv({ PLANTSTORE_TOKEN: TOKEN }) }),
+    ).toBe("Fern\n");
+    const refused = await run(process.execPath, ["errors.ts"], {
+      cwd: project,
+      env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }),
+    });
     expect(refused).toMatchObject({ code: 0, stderr: "401 40101 the bearer token is not valid\n" });
   });
 
@@ -199,7 +248,9 @@ describe("packages/client/README.md", () => {
     const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
     for (const id of [20n, 21n, 22n]) await client.createPlant({ id, name: `Fern ${id}`, tag: "fern" });
     await client.createPlant({ id: 23n, name: "Moss", tag: "moss" });
-    const ferns = (await client.listPlants({ tag: "fern", limit: 1000 })).plants.map((plant) => `${plant.id}n ${plant.name}`);
+    const ferns = (await client.listPlants({ tag: "fern", limit: 1000 })).plants.map(
+      (plant) => `${plant.id}n ${plant.name}`,
+    );
     expect(ferns.length).toBeGreaterThanOrEqual(3);
     for (const file of ["paging.ts", "iterating.ts"]) {
       const stdout = await runOk(process.execPath, [file], { cwd: project, env: cleanEnv() });
@@ -216,28 +267,48 @@ describe("apps/cli/README.md", () => {
   async function cliEnv(): Promise<Record<string, string>> {
     const bin = installBin(store.dir, "plantstore", "apps/cli/dist/bin.js");
     const serverBin = join(ROOT, "packages/server/dist/bin.js");
-    const args = ["tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write", "--expires-in", "30d"];
-    const issued = await runOk(process.execPath, [serverBin, ...args], { cwd: store.dir, env: cleanEnv({ DATABASE_URL: store.databaseUrl }) });
-    return { PATH: `${bin}:${process.env["PATH"] ?? ""}`, PLANTSTORE_URL: store.server.url, PLANTSTORE_TOKEN: issued.trim() };
+    const args = [
+      "tokens",
+      "create",
+      "--name",
+      "ci-importer",
+      "--scopes",
+      "plants:read,plants:write",
+      "--expires-in",
+      "30d",
+    ];
+    const issued = await runOk(process.execPath, [serverBin, ...args], {
+      cwd: store.dir,
+      env: cleanEnv({ DATABASE_URL: store.databaseUrl }),
+    });
+    return {
+      PATH: `${bin}:${process.env["PATH"] ?? ""}`,
+      PLANTSTORE_URL: store.server.url,
+      PLANTSTORE_TOKEN: issued.trim(),
+    };
   }
 
-  it("the CLI lines print what their comments say, and whoami what its section shows", { timeout: 60_000 }, async () => {
-    const env = await cliEnv();
-    const [block] = codeBlocks(markdown, "sh");
-    const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
-    expect(commands.length).toBeGreaterThanOrEqual(5);
-    for (const line of commands) {
-      const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
-      const stdout = await bash(command, { dir: store.dir, url: store.server.url, env });
-      if (comment === undefined) continue;
-      // A comment shows the first line printed; after three spaces or " / " it explains the rest.
-      const [shown] = comment.split(/ {3}| \/ /) as [string];
-      expect(anyIdOrTime(stdout.split("\n")[0]!), line).toBe(anyIdOrTime(shown));
-    }
+  it(
+    "the CLI lines print what their comments say, and whoami what its section shows",
+    { timeout: 60_000 },
+    async () => {
+      const env = await cliEnv();
+      const [block] = codeBlocks(markdown, "sh");
+      const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
+      expect(commands.length).toBeGreaterThanOrEqual(5);
+      for (const line of commands) {
+        const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
+        const stdout = await bash(command, { dir: store.dir, url: store.server.url, env });
+        if (comment === undefined) continue;
+        // A comment shows the first line printed; after three spaces or " / " it explains the rest.
+        const [shown] = comment.split(/ {3}| \/ /) as [string];
+        expect(anyIdOrTime(stdout.split("\n")[0]!), line).toBe(anyIdOrTime(shown));
+      }
 
-    const [whoami] = codeBlocks(section(markdown, "`plantstore whoami`"), "");
-    expect(whoami).toBeDefined();
-    const stdout = await bash("plantstore whoami", { dir: store.dir, url: store.server.url, env });
-    expect(anyIdOrTime(stdout)).toBe(anyIdOrTime(whoami!));
-  });
+      const [whoami] = codeBlocks(section(markdown, "`plantstore whoami`"), "");
+      expect(whoami).toBeDefined();
+      const stdout = await bash("plantstore whoami", { dir: store.dir, url: store.server.url, env });
+      expect(anyIdOrTime(stdout)).toBe(anyIdOrTime(whoami!));
+    },
+  );
 });

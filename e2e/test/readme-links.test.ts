@@ -22,7 +22,9 @@ function docFiles(dir = ROOT): string[] {
       return docFiles(path);
     }
     const inDocs = relative(ROOT, path).split(sep)[0] === "docs";
-    return entry.name === "README.md" || entry.name === "CONTRIBUTING.md" || (inDocs && entry.name.endsWith(".md")) ? [path] : [];
+    return entry.name === "README.md" || entry.name === "CONTRIBUTING.md" || (inDocs && entry.name.endsWith(".md"))
+      ? [path]
+      : [];
   });
 }
 
@@ -70,7 +72,8 @@ type Link = { file: string; target: string };
 function problem({ file, target }: Link): string | undefined {
   const [rawPath, anchor] = target.split("#", 2) as [string, string | undefined];
   const path = rawPath === "" ? file : resolve(dirname(file), decodeURI(rawPath));
-  if (path !== ROOT.replace(/\/$/, "") && !path.startsWith(ROOT)) return "leaves the repository (a fresh clone has nothing there)";
+  if (path !== ROOT.replace(/\/$/, "") && !path.startsWith(ROOT))
+    return "leaves the repository (a fresh clone has nothing there)";
   if (!existsSync(path)) return "names no file";
   if (anchor === undefined || anchor === "" || !path.endsWith(".md") || statSync(path).isDirectory()) return undefined;
   return anchors(readFileSync(path, "utf8")).has(anchor) ? undefined : `has no heading #${anchor}`;
@@ -105,15 +108,14 @@ describe("the docs' links", () => {
   });
 
   it("sees links, headings and anchors the way GitHub does", () => {
-    expect(linkTargets("[a](x.md) ![b](y.png) [`c`](z.md#top) `[no](code.md)`\n```sh\n[no](block.md)\n```\n[d]: ref.md\n")).toEqual([
-      "x.md",
-      "y.png",
-      "z.md#top",
-      "ref.md",
-    ]);
+    expect(
+      linkTargets("[a](x.md) ![b](y.png) [`c`](z.md#top) `[no](code.md)`\n```sh\n[no](block.md)\n```\n[d]: ref.md\n"),
+    ).toEqual(["x.md", "y.png", "z.md#top", "ref.md"]);
     expect(slug("Tokens, scopes and rate limits")).toBe("tokens-scopes-and-rate-limits");
     expect(slug("The API reference page: `GET /docs`")).toBe("the-api-reference-page-get-docs");
-    expect(slug("Why a thin adapter instead of `createOpenApiKoaMiddleware`")).toBe("why-a-thin-adapter-instead-of-createopenapikoamiddleware");
+    expect(slug("Why a thin adapter instead of `createOpenApiKoaMiddleware`")).toBe(
+      "why-a-thin-adapter-instead-of-createopenapikoamiddleware",
+    );
     expect([...anchors("# A\n## A\n```sh\n# not a heading\n```\n")]).toEqual(["a", "a-1"]);
   });
 

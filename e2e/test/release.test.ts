@@ -13,7 +13,13 @@ import { cleanEnv, copyRepository, publishablePackages, ROOT, run, runOk, type R
 
 const GIT = ["-c", "user.name=Release Test", "-c", "user.email=release-test@invalid", "-c", "commit.gpgsign=false"];
 const PUBLIC = ["@plantstore/cli", "@plantstore/client", "@plantstore/schema", "@plantstore/server"];
-const PRIVATE = ["@plantstore/bench", "@plantstore/e2e", "@plantstore/eslint-config", "@plantstore/test-support", "@plantstore/tsconfig"];
+const PRIVATE = [
+  "@plantstore/bench",
+  "@plantstore/e2e",
+  "@plantstore/eslint-config",
+  "@plantstore/test-support",
+  "@plantstore/tsconfig",
+];
 const BUMPS = ["none", "patch", "minor", "major"] as const;
 
 let copy: string;
@@ -32,7 +38,8 @@ function bump(version: string, kind: (typeof BUMPS)[number]): string {
   return version;
 }
 
-const manifest = (dir: string) => JSON.parse(readFileSync(join(copy, dir, "package.json"), "utf8")) as { name: string; version: string };
+const manifest = (dir: string) =>
+  JSON.parse(readFileSync(join(copy, dir, "package.json"), "utf8")) as { name: string; version: string };
 const packageDirs = () => publishablePackages().map((pkg) => pkg.dir.slice(ROOT.length));
 
 beforeAll(async () => {
@@ -44,7 +51,10 @@ beforeAll(async () => {
   await runOk("git", [...GIT, "commit", "-q", "-m", "the repository as tested"], { cwd: copy });
   await runOk("pnpm", ["install", "--prefer-offline", "--frozen-lockfile"], { cwd: copy, env, timeoutMs: 240_000 });
 
-  writeFileSync(join(copy, ".changeset", "dry-run-feature.md"), '---\n"@plantstore/client": minor\n---\n\nA feature made up by the release dry run.\n');
+  writeFileSync(
+    join(copy, ".changeset", "dry-run-feature.md"),
+    '---\n"@plantstore/client": minor\n---\n\nA feature made up by the release dry run.\n',
+  );
   await runOk("git", [...GIT, "add", "-A"], { cwd: copy });
   await runOk("git", [...GIT, "commit", "-q", "-m", "a changeset"], { cwd: copy });
   headBefore = (await runOk("git", ["rev-parse", "HEAD"], { cwd: copy })).trim();
@@ -79,7 +89,9 @@ describe("pnpm release --dry-run", () => {
       expect(changelog.startsWith(`# ${manifest(dir).name}\n\n## ${expected}\n`), dir).toBe(true);
       expect(changelog, dir).toContain("\n## 1.0.0\n");
     }
-    expect(readFileSync(join(copy, "packages/client/CHANGELOG.md"), "utf8")).toContain("A feature made up by the release dry run.");
+    expect(readFileSync(join(copy, "packages/client/CHANGELOG.md"), "utf8")).toContain(
+      "A feature made up by the release dry run.",
+    );
   });
 
   it("consumes every changeset", () => {
@@ -87,7 +99,9 @@ describe("pnpm release --dry-run", () => {
   });
 
   it("makes the served OpenAPI document the compatibility baseline", () => {
-    expect(readFileSync(join(copy, "spec/openapi.released.json"), "utf8")).toBe(readFileSync(join(copy, "spec/openapi.snapshot.json"), "utf8"));
+    expect(readFileSync(join(copy, "spec/openapi.released.json"), "utf8")).toBe(
+      readFileSync(join(copy, "spec/openapi.snapshot.json"), "utf8"),
+    );
   });
 
   it("would publish exactly the four public packages at the new version, and nothing private", () => {
@@ -105,7 +119,9 @@ describe("pnpm release --dry-run", () => {
     mkdirSync(out);
     await runOk("pnpm", ["pack", "--pack-destination", out], { cwd: join(copy, "apps/cli"), env });
     await runOk("tar", ["-xzf", join(out, `plantstore-cli-${expected}.tgz`), "-C", out], { cwd: copy });
-    const packed = JSON.parse(readFileSync(join(out, "package", "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    const packed = JSON.parse(readFileSync(join(out, "package", "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
     expect(packed.dependencies["@plantstore/client"]).toBe(expected);
     expect(packed.dependencies["@plantstore/schema"]).toBe(expected);
   });

@@ -15,9 +15,17 @@ import { cleanEnv, copyRepository, runOk } from "./workspace.ts";
 
 const TURBO = join(dirname(createRequire(import.meta.url).resolve("turbo/package.json")), "bin", "turbo");
 /** The tasks that read @plantstore/test-support. */
-const READERS = ["client", "cli", "server", "e2e"].flatMap((name) => [`@plantstore/${name}#test`, `@plantstore/${name}#typecheck`]);
+const READERS = ["client", "cli", "server", "e2e"].flatMap((name) => [
+  `@plantstore/${name}#test`,
+  `@plantstore/${name}#typecheck`,
+]);
 /** Tasks of packages that depend on nothing of it: their hashes must stay. */
-const BYSTANDERS = ["@plantstore/schema#test", "@plantstore/schema#typecheck", "@plantstore/schema#build", "@plantstore/server#build"];
+const BYSTANDERS = [
+  "@plantstore/schema#test",
+  "@plantstore/schema#typecheck",
+  "@plantstore/schema#build",
+  "@plantstore/server#build",
+];
 
 let copy: string;
 
@@ -34,7 +42,11 @@ async function hashes(): Promise<Map<string, string>> {
   // Without the TURBO_* variables of the turbo run this test may be part of: the copy is a run of its own.
   const inherited = Object.entries(cleanEnv()).filter(([name]) => !name.startsWith("TURBO_"));
   const env = { ...Object.fromEntries(inherited), TURBO_TELEMETRY_DISABLED: "1" };
-  const stdout = await runOk(process.execPath, [TURBO, "run", "test", "typecheck", "build", "--dry=json"], { cwd: copy, env, timeoutMs: 60_000 });
+  const stdout = await runOk(process.execPath, [TURBO, "run", "test", "typecheck", "build", "--dry=json"], {
+    cwd: copy,
+    env,
+    timeoutMs: 60_000,
+  });
   const plan = JSON.parse(stdout) as { tasks: Array<{ taskId: string; hash: string }> };
   return new Map(plan.tasks.map((task) => [task.taskId, task.hash]));
 }
@@ -50,7 +62,9 @@ async function changedBy(file: string, edit: (path: string) => void): Promise<st
 
 describe("turbo's hashes of the tasks that read @plantstore/test-support", () => {
   it("change with an edit of the contract checker", async () => {
-    const changed = await changedBy("packages/test-support/src/response-contract.ts", (path) => appendFileSync(path, "// an edit\n"));
+    const changed = await changedBy("packages/test-support/src/response-contract.ts", (path) =>
+      appendFileSync(path, "// an edit\n"),
+    );
     expect(changed).toEqual(expect.arrayContaining(READERS));
     for (const task of BYSTANDERS) expect(changed).not.toContain(task);
   });

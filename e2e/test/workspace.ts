@@ -18,7 +18,12 @@ export function publishablePackages(): WorkspacePackage[] {
       .map((entry) => {
         const dir = join(ROOT, folder, entry.name);
         const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Record<string, unknown>;
-        return { dir, name: String(manifest["name"]), version: String(manifest["version"]), private: manifest["private"] === true };
+        return {
+          dir,
+          name: String(manifest["name"]),
+          version: String(manifest["version"]),
+          private: manifest["private"] === true,
+        };
       })
       .filter((pkg) => !pkg.private),
   );
@@ -32,7 +37,9 @@ export type RunResult = { code: number | null; stdout: string; stderr: string };
  */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const keep = Object.entries(process.env).filter(
-    ([name]) => !name.startsWith("PLANTSTORE_") && !(name.toLowerCase().startsWith("npm_") && name.toLowerCase() !== "npm_config_registry"),
+    ([name]) =>
+      !name.startsWith("PLANTSTORE_") &&
+      !(name.toLowerCase().startsWith("npm_") && name.toLowerCase() !== "npm_config_registry"),
   );
   return {
     ...Object.fromEntries(keep),
@@ -45,15 +52,26 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 }
 
 /** Runs a command to completion; the caller decides what a non-zero exit means. */
-export function run(command: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult> {
+export function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(
       command,
       args,
-      { cwd: options.cwd, env: options.env ?? cleanEnv(), timeout: options.timeoutMs ?? 180_000, maxBuffer: 64 * 1024 * 1024 },
+      {
+        cwd: options.cwd,
+        env: options.env ?? cleanEnv(),
+        timeout: options.timeoutMs ?? 180_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
       (error, stdout, stderr) => {
         if (error !== null && typeof error.code !== "number") {
-          const why = error.killed ? `was stopped after ${(options.timeoutMs ?? 180_000) / 1000} s` : `failed to run: ${error.message}`;
+          const why = error.killed
+            ? `was stopped after ${(options.timeoutMs ?? 180_000) / 1000} s`
+            : `failed to run: ${error.message}`;
           reject(new Error(`${command} ${args.join(" ")} ${why}\n${stdout}\n${stderr}`));
           return;
         }
@@ -64,17 +82,25 @@ export function run(command: string, args: readonly string[], options: { cwd: st
 }
 
 /** Like `run`, but a non-zero exit is an error that shows the output. */
-export async function runOk(command: string, args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
+export async function runOk(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<string> {
   const result = await run(command, args, options);
   if (result.code !== 0) {
-    throw new Error(`${command} ${args.join(" ")} exited ${result.code} in ${options.cwd}\n${result.stdout}\n${result.stderr}`);
+    throw new Error(
+      `${command} ${args.join(" ")} exited ${result.code} in ${options.cwd}\n${result.stdout}\n${result.stderr}`,
+    );
   }
   return result.stdout;
 }
 
 /** Copies the repository as it is, committed changes or not: tracked and new files, never ignored ones. */
 export async function copyRepository(destination: string): Promise<void> {
-  const files = (await runOk("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT })).split("\0");
+  const files = (
+    await runOk("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT })
+  ).split("\0");
   for (const file of files.filter((f) => f.length > 0 && existsSync(join(ROOT, f)))) {
     mkdirSync(dirname(join(destination, file)), { recursive: true });
     copyFileSync(join(ROOT, file), join(destination, file));
@@ -94,7 +120,10 @@ export function installedVersion(name: string): string {
 /** A started `plantstore-server serve`: its URL once it listens, and a stop that waits for the exit. */
 export type ServerProcess = { url: string; child: ChildProcess; output(): string; stop(): Promise<void> };
 
-export async function startServerProcess(bin: string, options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<ServerProcess> {
+export async function startServerProcess(
+  bin: string,
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<ServerProcess> {
   const child = spawn(bin, ["serve"], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {

@@ -81,7 +81,9 @@ describe("plantstore plants create, configured from the environment", () => {
 
 describe("plantstore plants create, when the service refuses", () => {
   it("exits 1 on a conflicting plant, naming message, code and status on stderr", async () => {
-    await expect(runCli(["plants", "create", "--id", "30", "--name", "Rose", ...auth])).resolves.toMatchObject({ code: 0 });
+    await expect(runCli(["plants", "create", "--id", "30", "--name", "Rose", ...auth])).resolves.toMatchObject({
+      code: 0,
+    });
     const result = await runCli(["plants", "create", "--id", "30", "--name", "Tulip", ...auth]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
@@ -91,7 +93,18 @@ describe("plantstore plants create, when the service refuses", () => {
   });
 
   it("exits 1 on an unknown token", async () => {
-    const result = await runCli(["plants", "create", "--id", "31", "--name", "Lily", "--url", server.url, "--token", "nope"]);
+    const result = await runCli([
+      "plants",
+      "create",
+      "--id",
+      "31",
+      "--name",
+      "Lily",
+      "--url",
+      server.url,
+      "--token",
+      "nope",
+    ]);
     expect(result).toEqual({
       code: 1,
       stdout: "",
@@ -102,7 +115,18 @@ describe("plantstore plants create, when the service refuses", () => {
   it("exits 1 when nothing answers", async () => {
     const gone = await startCheckedServer();
     await gone.close();
-    const result = await runCli(["plants", "create", "--id", "32", "--name", "Fig", "--url", gone.url, "--token", TOKEN]);
+    const result = await runCli([
+      "plants",
+      "create",
+      "--id",
+      "32",
+      "--name",
+      "Fig",
+      "--url",
+      gone.url,
+      "--token",
+      TOKEN,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^plantstore: no response from /);
   });
@@ -144,7 +168,18 @@ describe("plantstore plants create, on bad usage", () => {
   });
 
   it("exits 2 on a URL that is not absolute http(s)", async () => {
-    const result = await runCli(["plants", "create", "--id", "46", "--name", "Fern", "--url", "localhost:3000", "--token", TOKEN]);
+    const result = await runCli([
+      "plants",
+      "create",
+      "--id",
+      "46",
+      "--name",
+      "Fern",
+      "--url",
+      "localhost:3000",
+      "--token",
+      TOKEN,
+    ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/baseUrl/);
   });
@@ -177,7 +212,9 @@ describe("plantstore --help", () => {
   });
 
   it("--version prints the package version", async () => {
-    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
     await expect(runCli(["--version"])).resolves.toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
   });
 });

@@ -20,7 +20,8 @@ async function seed(plants: readonly NewPlant[], into: RunningServer = server): 
 }
 
 const tagged = (tag: string, ids: readonly bigint[]): NewPlant[] => ids.map((id) => ({ id, name: `p${id}`, tag }));
-const linesFor = (plants: readonly NewPlant[]) => plants.map((p) => `${p.id}: ${p.name}${p.tag === undefined ? "" : ` (${p.tag})`}\n`).join("");
+const linesFor = (plants: readonly NewPlant[]) =>
+  plants.map((p) => `${p.id}: ${p.name}${p.tag === undefined ? "" : ` (${p.tag})`}\n`).join("");
 
 describe("plantstore plants list, on success", () => {
   const edges = tagged("edge", [INT64_MIN, INT64_MIN + 1n, 2n ** 53n + 1n, INT64_MAX - 1n, INT64_MAX]);
@@ -42,10 +43,12 @@ describe("plantstore plants list, on success", () => {
 
   it("leaves out the tag of a plant without one", async () => {
     await seed([{ id: 50n, name: "Bare" }]);
-    await expect(runCli(["plants", "list", "--after", "49", "--limit", "1", "--json", ...auth])).resolves.toMatchObject({
-      code: 0,
-      stdout: '[{"id":50,"name":"Bare"}]\n',
-    });
+    await expect(runCli(["plants", "list", "--after", "49", "--limit", "1", "--json", ...auth])).resolves.toMatchObject(
+      {
+        code: 0,
+        stdout: '[{"id":50,"name":"Bare"}]\n',
+      },
+    );
     await expect(runCli(["plants", "list", "--after", "49", "--limit", "1", ...auth])).resolves.toMatchObject({
       code: 0,
       stdout: "50: Bare\n",
@@ -57,16 +60,39 @@ describe("plantstore plants list, on success", () => {
     expect(first).toEqual({
       code: 0,
       stdout: linesFor(edges.slice(0, 2)),
-      stderr: "plantstore: more plants follow; continue with --after -9223372036854775807, or list them all with --all\n",
+      stderr:
+        "plantstore: more plants follow; continue with --after -9223372036854775807, or list them all with --all\n",
     });
-    const second = await runCli(["plants", "list", "--tag", "edge", "--limit", "2", "--after=-9223372036854775807", ...auth]);
+    const second = await runCli([
+      "plants",
+      "list",
+      "--tag",
+      "edge",
+      "--limit",
+      "2",
+      "--after=-9223372036854775807",
+      ...auth,
+    ]);
     expect(second.stdout).toBe(linesFor(edges.slice(2, 4)));
-    const last = await runCli(["plants", "list", "--tag", "edge", "--limit", "2", "--after", String(INT64_MAX - 1n), ...auth]);
+    const last = await runCli([
+      "plants",
+      "list",
+      "--tag",
+      "edge",
+      "--limit",
+      "2",
+      "--after",
+      String(INT64_MAX - 1n),
+      ...auth,
+    ]);
     expect(last).toEqual({ code: 0, stdout: linesFor(edges.slice(4)), stderr: "" });
   });
 
   it("walks every page with --all, printing each plant once", async () => {
-    const many = tagged("many", Array.from({ length: 57 }, (_, i) => 10_000n + BigInt(i) * 7n));
+    const many = tagged(
+      "many",
+      Array.from({ length: 57 }, (_, i) => 10_000n + BigInt(i) * 7n),
+    );
     await seed(many);
     const lines = await runCli(["plants", "list", "--tag", "many", "--limit", "5", "--all", ...auth]);
     expect(lines).toEqual({ code: 0, stdout: linesFor(many), stderr: "" });
@@ -75,7 +101,19 @@ describe("plantstore plants list, on success", () => {
   });
 
   it("starts --all after --after", async () => {
-    const result = await runCli(["plants", "list", "--tag", "edge", "--after", String(2n ** 53n + 1n), "--limit", "1", "--all", "--json", ...auth]);
+    const result = await runCli([
+      "plants",
+      "list",
+      "--tag",
+      "edge",
+      "--after",
+      String(2n ** 53n + 1n),
+      "--limit",
+      "1",
+      "--all",
+      "--json",
+      ...auth,
+    ]);
     expect(result).toEqual({ code: 0, stdout: `${stringifyJsonLossless(edges.slice(3))}\n`, stderr: "" });
   });
 
@@ -86,7 +124,11 @@ describe("plantstore plants list, on success", () => {
   });
 
   it("says so when nothing matches", async () => {
-    await expect(runCli(["plants", "list", "--tag", "none-such", ...auth])).resolves.toEqual({ code: 0, stdout: "no plants\n", stderr: "" });
+    await expect(runCli(["plants", "list", "--tag", "none-such", ...auth])).resolves.toEqual({
+      code: 0,
+      stdout: "no plants\n",
+      stderr: "",
+    });
     await expect(runCli(["plants", "list", "--tag", "none-such", "--all", "--json", ...auth])).resolves.toEqual({
       code: 0,
       stdout: "[]\n",
@@ -160,7 +202,11 @@ describe("plantstore plants list, on bad usage", () => {
 describe("plantstore plants delete", () => {
   it("deletes a plant, says so and exits 0; a second time exits 1 with 404 / 40401", async () => {
     await seed([{ id: 80n, name: "Doomed" }]);
-    await expect(runCli(["plants", "delete", "80", ...auth])).resolves.toEqual({ code: 0, stdout: "deleted plant 80\n", stderr: "" });
+    await expect(runCli(["plants", "delete", "80", ...auth])).resolves.toEqual({
+      code: 0,
+      stdout: "deleted plant 80\n",
+      stderr: "",
+    });
     await expect(server.store.get(80n)).resolves.toBeUndefined();
     await expect(runCli(["plants", "delete", "80", ...auth])).resolves.toEqual({
       code: 1,
@@ -173,7 +219,9 @@ describe("plantstore plants delete", () => {
   it("prints JSON with exact ids with --json", async () => {
     await using fresh = await startCheckedServer();
     await seed([{ id: INT64_MAX, name: "Top" }], fresh);
-    await expect(runCli(["plants", "delete", String(INT64_MAX), "--json", "--url", fresh.url, "--token", TOKEN])).resolves.toEqual({
+    await expect(
+      runCli(["plants", "delete", String(INT64_MAX), "--json", "--url", fresh.url, "--token", TOKEN]),
+    ).resolves.toEqual({
       code: 0,
       stdout: '{"id":9223372036854775807,"deleted":true}\n',
       stderr: "",
@@ -187,7 +235,13 @@ describe("plantstore plants delete", () => {
   ])("deletes id %s exactly, not its neighbour", async (_label, id, neighbour) => {
     await using fresh = await startCheckedServer();
     const freshAuth = ["--url", fresh.url, "--token", TOKEN];
-    await seed([{ id, name: "target" }, { id: neighbour, name: "neighbour" }], fresh);
+    await seed(
+      [
+        { id, name: "target" },
+        { id: neighbour, name: "neighbour" },
+      ],
+      fresh,
+    );
     const result = await runCli(["plants", "delete", String(id), ...freshAuth]);
     expect(result).toEqual({ code: 0, stdout: `deleted plant ${id}\n`, stderr: "" });
     // Read below the HTTP layer: a rounded id would have deleted (or missed) a neighbour.
@@ -199,9 +253,13 @@ describe("plantstore plants delete", () => {
   });
 
   it("frees the id: the same id is created again with another name", async () => {
-    await expect(runCli(["plants", "create", "--id", "90", "--name", "Before", ...auth])).resolves.toMatchObject({ code: 0 });
+    await expect(runCli(["plants", "create", "--id", "90", "--name", "Before", ...auth])).resolves.toMatchObject({
+      code: 0,
+    });
     await expect(runCli(["plants", "delete", "90", ...auth])).resolves.toMatchObject({ code: 0 });
-    await expect(runCli(["plants", "create", "--id", "90", "--name", "After", "--tag", "new", ...auth])).resolves.toEqual({
+    await expect(
+      runCli(["plants", "create", "--id", "90", "--name", "After", "--tag", "new", ...auth]),
+    ).resolves.toEqual({
       code: 0,
       stdout: "created plant 90: After (new)\n",
       stderr: "",
@@ -225,12 +283,17 @@ describe("plantstore plants delete", () => {
   it.each([["1.5"], ["abc"], ["1e3"], ["0x10"], ["9223372036854775808"], ["-9223372036854775809"], [" 7"], [""]])(
     "exits 2 on the id %j, sending nothing",
     async (id) => {
-      await seed([{ id: 1000n, name: "Safe" }, { id: 16n, name: "Safe" }, { id: 7n, name: "Safe" }]);
+      await seed([
+        { id: 1000n, name: "Safe" },
+        { id: 16n, name: "Safe" },
+        { id: 7n, name: "Safe" },
+      ]);
       const result = await runCli(["plants", "delete", id, ...auth]);
       expect(result.code).toBe(2);
       expect(result.stdout).toBe("");
       expect(result.stderr).toMatch(/invalid for argument 'id'/);
-      for (const kept of [1000n, 16n, 7n]) await expect(server.store.get(kept)).resolves.toMatchObject({ name: "Safe" });
+      for (const kept of [1000n, 16n, 7n])
+        await expect(server.store.get(kept)).resolves.toMatchObject({ name: "Safe" });
     },
   );
 
@@ -265,6 +328,7 @@ describe("plantstore plants list/delete --help", () => {
 
   it("documents --limit, --after, --tag, --all and --json under plants list", async () => {
     const { stdout } = await runCli(["plants", "list", "--help"]);
-    for (const option of ["--limit <n>", "--after <id>", "--tag <tag>", "--all", "--json"]) expect(stdout).toContain(option);
+    for (const option of ["--limit <n>", "--after <id>", "--tag <tag>", "--all", "--json"])
+      expect(stdout).toContain(option);
   });
 });

@@ -30,7 +30,8 @@ export function runCli(args: readonly string[], env: Record<string, string> = {}
     child.on("close", (code) => {
       const seen = violations.splice(0);
       if (seen.length === 0) resolve({ code, stdout, stderr });
-      else reject(new AggregateError(seen, `answers that break the OpenAPI documents:\n${seen.map(String).join("\n")}`));
+      else
+        reject(new AggregateError(seen, `answers that break the OpenAPI documents:\n${seen.map(String).join("\n")}`));
     });
   });
 }
@@ -43,7 +44,9 @@ const violations: unknown[] = [];
  * the way, each against the seed and the server's served `/openapi.json`, and passed on unchanged.
  * `url` is the proxy's; closing closes both, so a closed server's URL refuses connections.
  */
-export async function behindContractProxy<Server extends { url: string; close(): Promise<void> }>(running: Server): Promise<Server & AsyncDisposable> {
+export async function behindContractProxy<Server extends { url: string; close(): Promise<void> }>(
+  running: Server,
+): Promise<Server & AsyncDisposable> {
   const contracts = await fetchContracts(running.url);
   const proxy = createServer((req, res) => {
     // Hop-by-hop: each side keeps its own connection.
@@ -56,7 +59,13 @@ export async function behindContractProxy<Server extends { url: string; close():
         const status = answer.statusCode ?? 0;
         try {
           const contentType = answer.headers["content-type"] ?? null;
-          checkAnswer(contracts, { method: req.method ?? "", path: req.url ?? "", status, contentType, body: body.toString("utf8") });
+          checkAnswer(contracts, {
+            method: req.method ?? "",
+            path: req.url ?? "",
+            status,
+            contentType,
+            body: body.toString("utf8"),
+          });
         } catch (error) {
           violations.push(error);
         }
@@ -73,7 +82,12 @@ export async function behindContractProxy<Server extends { url: string; close():
     await new Promise<void>((resolve) => proxy.close(() => resolve()));
     await running.close();
   };
-  return { ...running, url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, close, [Symbol.asyncDispose]: close };
+  return {
+    ...running,
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }
 
 /**

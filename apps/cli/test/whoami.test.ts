@@ -56,6 +56,8 @@ describe("plantstore whoami", () => {
     for (let i = 0; i < 2; i++) expect((await runCli(["whoami", "--url", server.url, "--token", token])).code).toBe(0);
     const limited = await runCli(["whoami", "--url", server.url, "--token", token]);
     expect(limited.code).toBe(1);
-    expect(limited.stderr).toMatch(/^plantstore: too many requests; retry after \d+ s \(error 42900 RATE_LIMITED, HTTP 429\)\n$/);
+    expect(limited.stderr).toMatch(
+      /^plantstore: too many requests; retry after \d+ s \(error 42900 RATE_LIMITED, HTTP 429\)\n$/,
+    );
   });
 });

@@ -25,7 +25,10 @@ export type PlantStoreClient = {
   /** `GET /plants`: one page (at most `limit` plants after `after`, with `tag`) and the next page's query. */
   listPlants(options?: ListPlantsOptions, requestOptions?: RequestOptions): Promise<PlantPage>;
   /** Every plant (from `after` on, with `tag`), fetched `limit` at a time: `for await (const plant of …)`. */
-  iteratePlants(options?: ListPlantsOptions, requestOptions?: RequestOptions): AsyncGenerator<NewPlant, void, undefined>;
+  iteratePlants(
+    options?: ListPlantsOptions,
+    requestOptions?: RequestOptions,
+  ): AsyncGenerator<NewPlant, void, undefined>;
   /** `DELETE /plants/{id}`: resolves on 204; rejects with PlantStoreError 404 when no such plant is stored. */
   deletePlant(id: bigint | number, options?: RequestOptions): Promise<void>;
   /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
@@ -75,7 +78,8 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
       return readPlantResponse(response);
     },
     listPlants: (listOptions = {}, requestOptions = {}) => listPlants(connection, listOptions, requestOptions.signal),
-    iteratePlants: (listOptions = {}, requestOptions = {}) => iteratePlants(connection, listOptions, requestOptions.signal),
+    iteratePlants: (listOptions = {}, requestOptions = {}) =>
+      iteratePlants(connection, listOptions, requestOptions.signal),
     deletePlant: (id, requestOptions = {}) => deletePlant(connection, id, requestOptions.signal),
     whoAmI: (requestOptions = {}) => whoAmI(connection, requestOptions.signal),
   };

@@ -14,13 +14,20 @@ function toId(id: bigint | number): bigint {
   }
   const parsed = PlantId.safeParse(value);
   if (!parsed.success) {
-    throw new PlantStoreInputError(parsed.error.issues.map((issue) => ({ path: "id", message: issue.message })), "id");
+    throw new PlantStoreInputError(
+      parsed.error.issues.map((issue) => ({ path: "id", message: issue.message })),
+      "id",
+    );
   }
   return parsed.data;
 }
 
 /** `DELETE /plants/{id}`: resolves on 204; the id is free for a new plant afterwards. */
-export async function deletePlant(connection: Connection, id: bigint | number, signal: AbortSignal | undefined): Promise<void> {
+export async function deletePlant(
+  connection: Connection,
+  id: bigint | number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const url = `${connection.plantsUrl}/${toId(id)}`;
   const response = await connection.send(url, { method: "DELETE", signal });
   const { status } = response;
@@ -30,6 +37,7 @@ export async function deletePlant(connection: Connection, id: bigint | number, s
     return;
   }
   // The interface answers a deletion with 204 only; another 2xx cannot be trusted to mean "deleted".
-  if (status >= 200 && status < 300) throw new PlantStoreProtocolError(`HTTP ${status}: expected 204 or an error status`, { status });
+  if (status >= 200 && status < 300)
+    throw new PlantStoreProtocolError(`HTTP ${status}: expected 204 or an error status`, { status });
   return throwErrorResponse(response);
 }

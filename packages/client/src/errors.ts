@@ -71,7 +71,11 @@ export function toPlantStoreError(status: number, code: number, message: string,
       return new PlantStoreUnauthorizedError(code, message, challenge);
     case 403: {
       const scope = challenge === undefined ? undefined : /\bscope="([^"]*)"/.exec(challenge)?.[1];
-      return new PlantStoreForbiddenError(code, message, scope === undefined ? [] : scope.split(" ").filter((s) => s.length > 0));
+      return new PlantStoreForbiddenError(
+        code,
+        message,
+        scope === undefined ? [] : scope.split(" ").filter((s) => s.length > 0),
+      );
     }
     case 429:
       return new PlantStoreRateLimitError(code, message, retryAfterSeconds(headers.get("retry-after")));
@@ -103,7 +107,9 @@ export class PlantStoreInputError extends Error {
 
   /** `subject` names what was refused in the message: a plant, an id, list options. */
   constructor(issues: readonly InputIssue[], subject = "plant") {
-    super(`invalid ${subject}: ${issues.map((i) => (i.path.length > 0 ? `${i.path} ${i.message}` : i.message)).join("; ")}`);
+    super(
+      `invalid ${subject}: ${issues.map((i) => (i.path.length > 0 ? `${i.path} ${i.message}` : i.message)).join("; ")}`,
+    );
     this.name = "PlantStoreInputError";
     this.issues = issues;
   }

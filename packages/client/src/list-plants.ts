@@ -27,7 +27,8 @@ function toQuery(options: ListPlantsOptions): ListPlantsQuery {
     throw new PlantStoreInputError([{ path: "", message: "list options must be an object" }], "list options");
   }
   const raw: Record<string, unknown> = {};
-  if (options.limit !== undefined) raw["limit"] = typeof options.limit === "number" ? String(options.limit) : options.limit;
+  if (options.limit !== undefined)
+    raw["limit"] = typeof options.limit === "number" ? String(options.limit) : options.limit;
   if (options.after !== undefined) {
     let after: unknown = options.after;
     if (typeof after === "number") {
@@ -71,7 +72,8 @@ export async function listPlants(
   const { status } = response;
   // The interface defines only 200 as success for a listing.
   if (status !== 200) {
-    if (status >= 200 && status < 300) throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
+    if (status >= 200 && status < 300)
+      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
     return throwErrorResponse(response);
   }
   const text = await readBodyText(response);
@@ -83,7 +85,10 @@ export async function listPlants(
   }
   const plants = PlantList.safeParse(body);
   if (!plants.success) {
-    throw new PlantStoreProtocolError(`HTTP ${status}: the response body is not a list of plants`, { status, cause: plants.error });
+    throw new PlantStoreProtocolError(`HTTP ${status}: the response body is not a list of plants`, {
+      status,
+      cause: plants.error,
+    });
   }
   return { plants: plants.data, next: nextPageQuery(response.headers.get("link"), url, status) };
 }

@@ -25,7 +25,11 @@ function describe(error: unknown): string {
   return cause instanceof Error ? `${message} (${cause.message})` : message;
 }
 
-export function createConnection(plantsUrl: string, authorization: string, fetchFn: typeof globalThis.fetch): Connection {
+export function createConnection(
+  plantsUrl: string,
+  authorization: string,
+  fetchFn: typeof globalThis.fetch,
+): Connection {
   return {
     plantsUrl,
     async send(url, { method, headers = {}, body, signal }) {

@@ -10,7 +10,8 @@ export async function whoAmI(connection: Connection, signal: AbortSignal | undef
   const response = await connection.send(url, { method: "GET", signal });
   const { status } = response;
   if (status !== 200) {
-    if (status >= 200 && status < 300) throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
+    if (status >= 200 && status < 300)
+      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
     return throwErrorResponse(response);
   }
   const text = await readBodyText(response);
@@ -21,6 +22,7 @@ export async function whoAmI(connection: Connection, signal: AbortSignal | undef
     throw new PlantStoreProtocolError("HTTP 200: the response body is not JSON", { status, cause: error });
   }
   const parsed = WhoAmI.safeParse(body);
-  if (!parsed.success) throw new PlantStoreProtocolError("HTTP 200: the response body is not a WhoAmI", { status, cause: parsed.error });
+  if (!parsed.success)
+    throw new PlantStoreProtocolError("HTTP 200: the response body is not a WhoAmI", { status, cause: parsed.error });
   return parsed.data;
 }

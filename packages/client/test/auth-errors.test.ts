@@ -59,10 +59,17 @@ describe("whoAmI against the real server", () => {
 
 describe("typed errors for 401, 403 and 429", () => {
   it("401: PlantStoreUnauthorizedError with the challenge, still a PlantStoreError", async () => {
-    const error = await clientWith("not-a-valid-token").createPlant({ id: 1n, name: "a" }).catch((e: unknown) => e);
+    const error = await clientWith("not-a-valid-token")
+      .createPlant({ id: 1n, name: "a" })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PlantStoreUnauthorizedError);
     expect(error).toBeInstanceOf(PlantStoreError);
-    expect(error).toMatchObject({ status: 401, code: 40101, codeName: "INVALID_TOKEN", challenge: 'Bearer realm="plantstore", error="invalid_token"' });
+    expect(error).toMatchObject({
+      status: 401,
+      code: 40101,
+      codeName: "INVALID_TOKEN",
+      challenge: 'Bearer realm="plantstore", error="invalid_token"',
+    });
   });
 
   it("403: PlantStoreForbiddenError naming the missing scope, on create, list and delete", async () => {

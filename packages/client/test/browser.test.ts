@@ -25,7 +25,16 @@ type PageGlobals = { plantStoreClient?: typeof ClientModule; plantStoreClientErr
 /** An outcome of a client call in the page, in values that cross from the page to Node unchanged. */
 type Outcome =
   | { resolved: string }
-  | { rejected: { isPlantStoreError: boolean; name: string; status: unknown; code: unknown; codeName: unknown; message: string } };
+  | {
+      rejected: {
+        isPlantStoreError: boolean;
+        name: string;
+        status: unknown;
+        code: unknown;
+        codeName: unknown;
+        message: string;
+      };
+    };
 
 type ClientMethod = "createPlant" | "listPlants" | "deletePlant";
 
@@ -33,11 +42,16 @@ type ClientMethod = "createPlant" | "listPlants" | "deletePlant";
 type PageRecord = { errors: string[]; failed: string[] };
 
 /** Opens the module server's page and waits until its import of @plantstore/client settled. */
-async function openClientPage(context: BrowserContext, modules: ModuleServer): Promise<{ page: Page; record: PageRecord }> {
+async function openClientPage(
+  context: BrowserContext,
+  modules: ModuleServer,
+): Promise<{ page: Page; record: PageRecord }> {
   const page = await context.newPage();
   const record: PageRecord = { errors: [], failed: [] };
   page.on("pageerror", (error) => record.errors.push(error.message));
-  page.on("requestfailed", (request) => record.failed.push(`${request.method()} ${request.url()}: ${request.failure()?.errorText}`));
+  page.on("requestfailed", (request) =>
+    record.failed.push(`${request.method()} ${request.url()}: ${request.failure()?.errorText}`),
+  );
   await page.goto(modules.pageUrl);
   await page.waitForFunction(() => {
     const globals = window as unknown as PageGlobals;
@@ -65,7 +79,8 @@ async function callInPage(page: Page, baseUrl: string, method: ClientMethod, ...
             : value !== null && typeof value === "object"
               ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, revive(v)]))
               : value;
-      const show = (value: unknown) => JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? "undefined";
+      const show = (value: unknown) =>
+        JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? "undefined";
       const invoke = store[method] as (...a: unknown[]) => Promise<unknown>;
       return invoke.apply(store, args.map(revive)).then(
         (value) => ({ resolved: show(value) }),
@@ -129,11 +144,14 @@ describe("@plantstore/client's built ESM in chromium, against the real server by
 
   it("listPlants answers exact bigint ids, and the next page from the Link header the server exposes by CORS", async () => {
     for (const id of [ABOVE_2_53 + 2n, 2n ** 63n - 1n]) {
-      expect(await call("createPlant", { id: `${id}n`, name: "Moss", tag: "list" })).toEqual({ resolved: '{"name":"Moss","tag":"list"}' });
+      expect(await call("createPlant", { id: `${id}n`, name: "Moss", tag: "list" })).toEqual({
+        resolved: '{"name":"Moss","tag":"list"}',
+      });
     }
     const first = await call("listPlants", { tag: "list", limit: 1 });
     expect(first).toEqual({
-      resolved: '{"plants":[{"id":"9007199254740995n","name":"Moss","tag":"list"}],"next":{"limit":1,"after":"9007199254740995n","tag":"list"}}',
+      resolved:
+        '{"plants":[{"id":"9007199254740995n","name":"Moss","tag":"list"}],"next":{"limit":1,"after":"9007199254740995n","tag":"list"}}',
     });
     const last = await call("listPlants", { tag: "list", limit: 1, after: "9007199254740995n" });
     expect(last).toEqual({ resolved: '{"plants":[{"id":"9223372036854775807n","name":"Moss","tag":"list"}]}' });

@@ -24,14 +24,20 @@ describe("checkedFetch, the fetch the client tests give every client of a real s
     await expect(client.createPlant({ id: 1, name: "x" })).rejects.toBeInstanceOf(PlantStoreProtocolError);
     // Taken here so that this file's afterEach, which fails any test that left one, passes.
     const seen = takeViolations().map(String);
-    expect(seen).toEqual([expect.stringMatching(/served http:\/\/127\.0\.0\.1:\d+\/openapi\.json: POST \/plants answered 418, which the document does not declare/)]);
+    expect(seen).toEqual([
+      expect.stringMatching(
+        /served http:\/\/127\.0\.0\.1:\d+\/openapi\.json: POST \/plants answered 418, which the document does not declare/,
+      ),
+    ]);
   });
 
   it("records a 200 whose body is not a Plant", async () => {
     answer = { status: 200, body: '{"name":7}' };
     const client = createPlantStoreClient({ baseUrl: url, token: TOKEN, fetch: checkedFetch });
     await expect(client.createPlant({ id: 1, name: "x" })).rejects.toBeInstanceOf(PlantStoreProtocolError);
-    expect(takeViolations().map(String)).toEqual([expect.stringMatching(/seed openapi\.json: POST \/plants 200 body \{"name":7\} fails/)]);
+    expect(takeViolations().map(String)).toEqual([
+      expect.stringMatching(/seed openapi\.json: POST \/plants 200 body \{"name":7\} fails/),
+    ]);
   });
 
   it("passes a conforming answer through untouched", async () => {

@@ -25,7 +25,10 @@ afterAll(async () => {
 
 describe("createPlant against the real server", () => {
   it("creates a plant with a tag and resolves with the Plant", async () => {
-    await expect(client.createPlant({ id: 1, name: "Fern", tag: "fern" })).resolves.toEqual({ name: "Fern", tag: "fern" });
+    await expect(client.createPlant({ id: 1, name: "Fern", tag: "fern" })).resolves.toEqual({
+      name: "Fern",
+      tag: "fern",
+    });
   });
 
   it("creates a plant without a tag and resolves without one", async () => {
@@ -128,7 +131,11 @@ describe("createPlant when the answer is not the interface", () => {
     ["a 200 without a name", () => new Response('{"tag":"x"}', { status: 200 }), 200],
     ["a 502 from a proxy", () => new Response("Bad Gateway", { status: 502 }), 502],
     ["an error body without a message", () => new Response('{"error":40000}', { status: 400 }), 400],
-    ["an error code beyond int32", () => new Response('{"error":9007199254740993,"message":"x"}', { status: 400 }), 400],
+    [
+      "an error code beyond int32",
+      () => new Response('{"error":9007199254740993,"message":"x"}', { status: 400 }),
+      400,
+    ],
     ["a 201 instead of 200", () => new Response('{"name":"x"}', { status: 201 }), 201],
   ])("rejects %s with PlantStoreProtocolError", async (_label, response, status) => {
     const refused = answering(response).createPlant({ id: 1, name: "x" });
@@ -137,17 +144,25 @@ describe("createPlant when the answer is not the interface", () => {
   });
 
   it("keeps an error code this client does not know, with codeName undefined", async () => {
-    const refused = answering(
-      () => new Response('{"error":42299,"message":"slow down"}', { status: 422 }),
-    ).createPlant({ id: 1, name: "x" });
-    await expect(refused).rejects.toMatchObject({ status: 422, code: 42299, codeName: undefined, message: "slow down" });
+    const refused = answering(() => new Response('{"error":42299,"message":"slow down"}', { status: 422 })).createPlant(
+      { id: 1, name: "x" },
+    );
+    await expect(refused).rejects.toMatchObject({
+      status: 422,
+      code: 42299,
+      codeName: undefined,
+      message: "slow down",
+    });
   });
 
   it("rejects a network failure with PlantStoreProtocolError without a status", async () => {
     const closed = await startRealServer(plantStoreServer);
     const url = closed.url;
     await closed.close();
-    const refused = createPlantStoreClient({ baseUrl: url, token: TOKEN, fetch: checkedFetch }).createPlant({ id: 1, name: "x" });
+    const refused = createPlantStoreClient({ baseUrl: url, token: TOKEN, fetch: checkedFetch }).createPlant({
+      id: 1,
+      name: "x",
+    });
     await expect(refused).rejects.toBeInstanceOf(PlantStoreProtocolError);
     await expect(refused).rejects.toMatchObject({ status: undefined });
   });

@@ -33,7 +33,8 @@ async function createAll(plants: readonly NewPlant[], concurrency = 16): Promise
 }
 
 const tagged = (tag: string, ids: readonly bigint[]): NewPlant[] => ids.map((id) => ({ id, name: `p${id}`, tag }));
-const range = (from: bigint, count: number, step = 1n): bigint[] => Array.from({ length: count }, (_, i) => from + BigInt(i) * step);
+const range = (from: bigint, count: number, step = 1n): bigint[] =>
+  Array.from({ length: count }, (_, i) => from + BigInt(i) * step);
 const ascending = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
 describe("listPlants against the real server", () => {
@@ -169,7 +170,10 @@ describe("deletePlant against the real server", () => {
   it("frees the id: the same id can be created again with another name and tag", async () => {
     await client.createPlant({ id: 4_343n, name: "Before", tag: "old" });
     await client.deletePlant(4_343n);
-    await expect(client.createPlant({ id: 4_343n, name: "After", tag: "new" })).resolves.toEqual({ name: "After", tag: "new" });
+    await expect(client.createPlant({ id: 4_343n, name: "After", tag: "new" })).resolves.toEqual({
+      name: "After",
+      tag: "new",
+    });
     await expect(client.listPlants({ after: 4_342n, limit: 1 })).resolves.toMatchObject({
       plants: [{ id: 4_343n, name: "After", tag: "new" }],
     });
@@ -188,7 +192,10 @@ describe("deletePlant against the real server", () => {
     // Read below the HTTP layer: a rounded id would have deleted (or missed) a neighbour.
     await expect(fresh.store.get(id)).resolves.toBeUndefined();
     await expect(fresh.store.get(neighbour)).resolves.toMatchObject({ id: neighbour, name: "neighbour" });
-    await expect(store.listPlants()).resolves.toEqual({ plants: [{ id: neighbour, name: "neighbour" }], next: undefined });
+    await expect(store.listPlants()).resolves.toEqual({
+      plants: [{ id: neighbour, name: "neighbour" }],
+      next: undefined,
+    });
     await expect(store.deletePlant(id)).rejects.toMatchObject({ status: 404, code: 40401 });
   });
 
@@ -255,7 +262,10 @@ describe("listPlants and deletePlant refuse invalid input locally", () => {
 describe("listPlants and deletePlant when the answer is not the interface", () => {
   const answering = (response: () => Response) =>
     createPlantStoreClient({ baseUrl: "http://plants.invalid", token: TOKEN, fetch: async () => response() });
-  const json = (body: string, headers: Record<string, string> = {}) => () => new Response(body, { status: 200, headers });
+  const json =
+    (body: string, headers: Record<string, string> = {}) =>
+    () =>
+      new Response(body, { status: 200, headers });
 
   it.each([
     ["a body that is not JSON", json("<html>")],
@@ -272,14 +282,16 @@ describe("listPlants and deletePlant when the answer is not the interface", () =
     await expect(answering(response).listPlants()).rejects.toBeInstanceOf(PlantStoreProtocolError);
   });
 
-  it("finds rel=\"next\" among other links, whatever the case and order of relation types", async () => {
+  it('finds rel="next" among other links, whatever the case and order of relation types', async () => {
     const page = await answering(
-      json('[{"id":3,"name":"x"}]', { link: '</plants?after=0>; rel="first", <https://other.example/plants?limit=1&after=3>; REL="last Next"' }),
+      json('[{"id":3,"name":"x"}]', {
+        link: '</plants?after=0>; rel="first", <https://other.example/plants?limit=1&after=3>; REL="last Next"',
+      }),
     ).listPlants();
     expect(page).toEqual({ plants: [{ id: 3n, name: "x" }], next: { limit: 1, after: 3n } });
   });
 
-  it("treats a Link without rel=\"next\" as the last page", async () => {
+  it('treats a Link without rel="next" as the last page', async () => {
     await expect(answering(json("[]", { link: '</plants?after=0>; rel="first"' })).listPlants()).resolves.toEqual({
       plants: [],
       next: undefined,
@@ -328,7 +340,8 @@ describe("listPlants and deletePlant send the interface's requests", () => {
   it("lists with GET <baseUrl>/plants and an exact query, and follows next under the same base URL", async () => {
     const { seen, store } = recording();
     const ids: bigint[] = [];
-    for await (const plant of store.iteratePlants({ limit: 1, after: -9223372036854775807n, tag: "a b" })) ids.push(plant.id);
+    for await (const plant of store.iteratePlants({ limit: 1, after: -9223372036854775807n, tag: "a b" }))
+      ids.push(plant.id);
     expect(ids).toEqual([9223372036854775806n]);
     expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual([
       "GET https://plants.example/api/plants?limit=1&after=-9223372036854775807&tag=a+b",

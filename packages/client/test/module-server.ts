@@ -62,7 +62,9 @@ function esmEntries(manifest: PackageJson): Map<string, string> {
   const declared = manifest.exports ?? manifest.main ?? "./index.js";
   // `exports` may be one target or conditions for "." alone, instead of a map of subpaths.
   const exports =
-    typeof declared === "object" && Object.keys(declared).every((key) => key.startsWith(".")) ? declared : { ".": declared };
+    typeof declared === "object" && Object.keys(declared).every((key) => key.startsWith("."))
+      ? declared
+      : { ".": declared };
   for (const [subpath, target] of Object.entries(exports)) {
     // Wildcard subpaths (zod's locales) and package.json are not module entry points to map.
     if (subpath.includes("*") || subpath === "./package.json") continue;
@@ -138,7 +140,9 @@ export async function startModuleServer(): Promise<ModuleServer> {
       for (const [specifier, file] of pkg.entries) {
         // The client's and the schema's entries are their dist/: built by turbo before `test`.
         if (!existsSync(join(pkg.root, file))) {
-          throw new Error(`${join(pkg.root, file)} is missing: build it first (\`pnpm turbo run build --filter @plantstore/client...\`)`);
+          throw new Error(
+            `${join(pkg.root, file)} is missing: build it first (\`pnpm turbo run build --filter @plantstore/client...\`)`,
+          );
         }
         importMap[specifier] = `/modules/${pkg.name}/${file.replace(/^\.\//, "")}`;
       }

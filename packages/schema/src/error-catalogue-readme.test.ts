@@ -40,7 +40,10 @@ const entries: Row[] = (Object.keys(ErrorCodes) as ErrorCodeName[]).map((name) =
 describe("README: error catalogue", () => {
   it("has a row for every ErrorCodes entry, with its code, status and meaning", () => {
     for (const entry of entries) {
-      expect(rows.filter((row) => row.name === entry.name), entry.name).toEqual([entry]);
+      expect(
+        rows.filter((row) => row.name === entry.name),
+        entry.name,
+      ).toEqual([entry]);
     }
   });
 

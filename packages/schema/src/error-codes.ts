@@ -4,7 +4,11 @@
  * Codes are never reused or renumbered; new kinds get new codes.
  */
 export const ErrorCodes = {
-  BAD_REQUEST: { error: 40000, status: 400, meaning: "The request is malformed in a way no more specific code covers." },
+  BAD_REQUEST: {
+    error: 40000,
+    status: 400,
+    meaning: "The request is malformed in a way no more specific code covers.",
+  },
   MALFORMED_JSON: { error: 40001, status: 400, meaning: "The body is not valid JSON." },
   BODY_NOT_OBJECT: { error: 40002, status: 400, meaning: "The body is valid JSON but not a JSON object." },
   EMPTY_BODY: { error: 40003, status: 400, meaning: "The body is empty; a JSON object is required." },
@@ -16,10 +20,18 @@ export const ErrorCodes = {
   INVALID_PARAMETER: { error: 40005, status: 400, meaning: "A path or query parameter is malformed or out of range." },
   MISSING_TOKEN: { error: 40100, status: 401, meaning: "No bearer token was sent." },
   INVALID_TOKEN: { error: 40101, status: 401, meaning: "The bearer token is unknown, malformed, expired or revoked." },
-  INSUFFICIENT_SCOPE: { error: 40300, status: 403, meaning: "The token is valid but lacks the scope the operation needs." },
+  INSUFFICIENT_SCOPE: {
+    error: 40300,
+    status: 403,
+    meaning: "The token is valid but lacks the scope the operation needs.",
+  },
   NOT_FOUND: { error: 40400, status: 404, meaning: "No operation exists at this path." },
   PLANT_NOT_FOUND: { error: 40401, status: 404, meaning: "No plant with this id is stored." },
-  METHOD_NOT_ALLOWED: { error: 40500, status: 405, meaning: "The path exists but not with this method; see the Allow header." },
+  METHOD_NOT_ALLOWED: {
+    error: 40500,
+    status: 405,
+    meaning: "The path exists but not with this method; see the Allow header.",
+  },
   REQUEST_TIMEOUT: { error: 40800, status: 408, meaning: "The request body did not arrive in time." },
   ID_CONFLICT: {
     error: 40900,

@@ -21,7 +21,9 @@ describe("parseJsonLossless", () => {
 
 describe("stringifyJsonLossless", () => {
   it("writes bigints as exact JSON integers", () => {
-    expect(stringifyJsonLossless({ id: -9223372036854775808n, name: "x" })).toBe('{"id":-9223372036854775808,"name":"x"}');
+    expect(stringifyJsonLossless({ id: -9223372036854775808n, name: "x" })).toBe(
+      '{"id":-9223372036854775808,"name":"x"}',
+    );
   });
 
   it("round-trips through parseJsonLossless", () => {
@@ -68,7 +70,10 @@ describe("parseJsonLossless fast path (plain JSON.parse when every number is a s
 
   it("parses nesting as deep as JSON.parse does, whatever the call stack (no recursion)", () => {
     const depth = 200_000;
-    const parsed = parseJsonLossless(`{"id":7,"x":${"[".repeat(depth)}1${"]".repeat(depth)}}`) as { id: bigint; x: unknown };
+    const parsed = parseJsonLossless(`{"id":7,"x":${"[".repeat(depth)}1${"]".repeat(depth)}}`) as {
+      id: bigint;
+      x: unknown;
+    };
     expect(parsed.id).toBe(7n);
     let inner: unknown = parsed.x;
     for (let i = 0; i < depth; i++) inner = (inner as unknown[])[0];
@@ -84,7 +89,9 @@ describe("parseJsonLossless fast path (plain JSON.parse when every number is a s
 
 describe("stringifyJsonLossless without a replacer", () => {
   const replaced = (value: unknown) =>
-    JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? (JSON as unknown as { rawJSON(t: string): unknown }).rawJSON(v.toString()) : v));
+    JSON.stringify(value, (_key, v: unknown) =>
+      typeof v === "bigint" ? (JSON as unknown as { rawJSON(t: string): unknown }).rawJSON(v.toString()) : v,
+    );
 
   it("writes the same text as the replacer for plain data", () => {
     const values: unknown[] = [
@@ -96,7 +103,18 @@ describe("stringifyJsonLossless without a replacer", () => {
       7n,
       "text",
       // Either side of the safe-integer edge, where numbers stop being exact.
-      [0n, -0n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) + 1n, -(2n ** 53n), -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n)],
+      [
+        0n,
+        -0n,
+        2n ** 53n - 1n,
+        2n ** 53n,
+        2n ** 53n + 1n,
+        -(2n ** 53n) + 1n,
+        -(2n ** 53n),
+        -(2n ** 53n) - 1n,
+        2n ** 63n - 1n,
+        -(2n ** 63n),
+      ],
     ];
     for (const value of values) expect(stringifyJsonLossless(value)).toBe(replaced(value));
   });
@@ -133,7 +151,10 @@ describe("parseJsonLossless against the reviver on generated JSON", () => {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
   const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)]!;
-  const digits = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? String(1 + Math.floor(random() * 9)) : String(Math.floor(random() * 10)))).join("");
+  const digits = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      i === 0 ? String(1 + Math.floor(random() * 9)) : String(Math.floor(random() * 10)),
+    ).join("");
   const number = () =>
     pick([
       () => digits(1 + Math.floor(random() * 20)),
@@ -144,7 +165,8 @@ describe("parseJsonLossless against the reviver on generated JSON", () => {
       () => `${digits(2)}e${pick(["", "+", "-"])}${digits(1)}`,
       () => `${digits(1)}E2`,
     ])();
-  const string = () => JSON.stringify(pick(["", "a", "1.5e3", '"quoted"', "back\\slash", "7", "x\u00e9\u{1f331}", "-12"]));
+  const string = () =>
+    JSON.stringify(pick(["", "a", "1.5e3", '"quoted"', "back\\slash", "7", "x\u00e9\u{1f331}", "-12"]));
   const value = (depth: number): string => {
     if (depth > 3) return pick([number, string, () => "true", () => "null"])();
     return pick([
@@ -152,7 +174,8 @@ describe("parseJsonLossless against the reviver on generated JSON", () => {
       string,
       () => pick(["true", "false", "null"]),
       () => `[${Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1)).join(", ")}]`,
-      () => `{${Array.from({ length: Math.floor(random() * 4) }, () => `${pick(['"id"', '"name"', '"__proto__"', '"a b"', string()])}:${value(depth + 1)}`).join(",")}}`,
+      () =>
+        `{${Array.from({ length: Math.floor(random() * 4) }, () => `${pick(['"id"', '"name"', '"__proto__"', '"a b"', string()])}:${value(depth + 1)}`).join(",")}}`,
     ])();
   };
 

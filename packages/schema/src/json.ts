@@ -104,7 +104,8 @@ const UNSUPPORTED = Symbol("unsupported");
 
 function ownDataProperty(object: Record<string, unknown>, key: string, value: unknown): void {
   // An own "__proto__" key must stay an own property, not reach the prototype setter.
-  if (key === "__proto__") Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
+  if (key === "__proto__")
+    Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
   else object[key] = value;
 }
 

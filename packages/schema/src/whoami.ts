@@ -10,8 +10,14 @@ export const WhoAmI = z.object({
       "`opaque`: an API token issued by `plantstore-server tokens create`; `jwt`: a bearer JWT from the configured identity provider; `static`: a development token from `PLANTSTORE_TOKENS`.",
   }),
   id: z.string().meta({ description: "The token's public id (`tokens list`), the JWT's `sub`, or `static-<n>`." }),
-  name: z.string().optional().meta({ description: "The label given at `tokens create`, or the JWT's `client_id`/`azp`." }),
+  name: z
+    .string()
+    .optional()
+    .meta({ description: "The label given at `tokens create`, or the JWT's `client_id`/`azp`." }),
   scopes: z.array(z.string()).meta({ description: "Scopes granted, e.g. `plants:read`, `plants:write`." }),
-  expiresAt: z.iso.datetime().nullable().meta({ description: "When the credential stops working (RFC 3339), or null." }),
+  expiresAt: z.iso
+    .datetime()
+    .nullable()
+    .meta({ description: "When the credential stops working (RFC 3339), or null." }),
 });
 export type WhoAmI = z.infer<typeof WhoAmI>;

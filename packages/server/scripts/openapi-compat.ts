@@ -26,7 +26,11 @@ const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "tr
 const LOWER_BOUNDS = ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"] as const;
 const UPPER_BOUNDS = ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"] as const;
 /** Formats that accept everything the second one does. */
-const WIDER_FORMAT: Record<string, string[]> = { int64: ["int32"], double: ["float"], number: ["int32", "int64", "float", "double"] };
+const WIDER_FORMAT: Record<string, string[]> = {
+  int64: ["int32"],
+  double: ["float"],
+  number: ["int32", "int64", "float", "double"],
+};
 
 const asObject = (value: unknown): Json | undefined =>
   value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : undefined;
@@ -109,7 +113,8 @@ class Comparison {
     this.bounds(where, b, a, flow);
     if (b["pattern"] !== a["pattern"]) {
       if (flow === "in" && a["pattern"] !== undefined) this.report(where, `pattern changed to ${show(a["pattern"])}`);
-      if (flow === "out" && b["pattern"] !== undefined) this.report(where, `pattern ${show(b["pattern"])} no longer guaranteed`);
+      if (flow === "out" && b["pattern"] !== undefined)
+        this.report(where, `pattern ${show(b["pattern"])} no longer guaranteed`);
     }
     this.properties(where, b, a, flow);
     if (b["items"] !== undefined || a["items"] !== undefined) this.schema(`${where}[]`, b["items"], a["items"], flow);
@@ -142,13 +147,18 @@ class Comparison {
     delete shared[keyword];
     delete shared["description"];
     const options = asArray(choice[keyword]).map((alternative) => ({ ...shared, ...this.flatten(doc, alternative) }));
-    const trials = options.map((option) => (choice === a ? this.trial(where, b, option, flow) : this.trial(where, option, a, flow)));
+    const trials = options.map((option) =>
+      choice === a ? this.trial(where, b, option, flow) : this.trial(where, option, a, flow),
+    );
     // Gained, `in` / lost, `out`: one alternative that fits is enough. Otherwise every one must.
     const oneSuffices = (choice === a) === (flow === "in");
     if (oneSuffices) {
       if (trials.every((changes) => changes.length > 0)) {
         const why = trials.flat().map((c) => c.change);
-        this.report(where, `no ${keyword} alternative ${flow === "in" ? "accepts what was accepted" : "holds what was promised"} before (${why.join("; ")})`);
+        this.report(
+          where,
+          `no ${keyword} alternative ${flow === "in" ? "accepts what was accepted" : "holds what was promised"} before (${why.join("; ")})`,
+        );
       }
     } else {
       for (const change of trials.flat()) this.report(change.where, change.change);
@@ -180,7 +190,8 @@ class Comparison {
     const bf = b["format"] as string | undefined;
     const af = a["format"] as string | undefined;
     if (bf === af) return;
-    const wider = (x: string | undefined, y: string | undefined) => x === undefined || x === y || (y !== undefined && (WIDER_FORMAT[x] ?? []).includes(y));
+    const wider = (x: string | undefined, y: string | undefined) =>
+      x === undefined || x === y || (y !== undefined && (WIDER_FORMAT[x] ?? []).includes(y));
     if (flow === "in" && !wider(af, bf)) this.report(where, `format narrowed from ${bf ?? "none"} to ${af ?? "none"}`);
     if (flow === "out" && !wider(bf, af)) this.report(where, `format widened from ${bf ?? "none"} to ${af ?? "none"}`);
   }
@@ -205,14 +216,18 @@ class Comparison {
     for (const key of LOWER_BOUNDS) {
       const bv = num(b, key);
       const av = num(a, key);
-      if (flow === "in" && av !== undefined && (bv === undefined || av > bv)) this.report(where, `${key} raised from ${bv ?? "none"} to ${av}`);
-      if (flow === "out" && bv !== undefined && (av === undefined || av < bv)) this.report(where, `${key} lowered from ${bv} to ${av ?? "none"}`);
+      if (flow === "in" && av !== undefined && (bv === undefined || av > bv))
+        this.report(where, `${key} raised from ${bv ?? "none"} to ${av}`);
+      if (flow === "out" && bv !== undefined && (av === undefined || av < bv))
+        this.report(where, `${key} lowered from ${bv} to ${av ?? "none"}`);
     }
     for (const key of UPPER_BOUNDS) {
       const bv = num(b, key);
       const av = num(a, key);
-      if (flow === "in" && av !== undefined && (bv === undefined || av < bv)) this.report(where, `${key} lowered from ${bv ?? "none"} to ${av}`);
-      if (flow === "out" && bv !== undefined && (av === undefined || av > bv)) this.report(where, `${key} raised from ${bv} to ${av ?? "none"}`);
+      if (flow === "in" && av !== undefined && (bv === undefined || av < bv))
+        this.report(where, `${key} lowered from ${bv ?? "none"} to ${av}`);
+      if (flow === "out" && bv !== undefined && (av === undefined || av > bv))
+        this.report(where, `${key} raised from ${bv} to ${av ?? "none"}`);
     }
   }
 
@@ -226,12 +241,16 @@ class Comparison {
       else this.schema(`${where}.${name}`, schema, ap[name], flow);
     }
     if (flow === "in") {
-      for (const name of ar) if (!br.has(name)) this.report(`${where}.${name}`, name in bp ? "field now required" : "new required field");
-      if (b["additionalProperties"] !== false && a["additionalProperties"] === false) this.report(where, "unknown fields now refused");
+      for (const name of ar)
+        if (!br.has(name)) this.report(`${where}.${name}`, name in bp ? "field now required" : "new required field");
+      if (b["additionalProperties"] !== false && a["additionalProperties"] === false)
+        this.report(where, "unknown fields now refused");
     } else {
-      for (const name of br) if (!ar.has(name) && name in ap) this.report(`${where}.${name}`, "field no longer always present");
+      for (const name of br)
+        if (!ar.has(name) && name in ap) this.report(`${where}.${name}`, "field no longer always present");
       if (b["additionalProperties"] === false) {
-        for (const name of Object.keys(ap)) if (!(name in bp)) this.report(`${where}.${name}`, "new field where none were allowed");
+        for (const name of Object.keys(ap))
+          if (!(name in bp)) this.report(`${where}.${name}`, "new field where none were allowed");
       }
     }
   }
@@ -240,9 +259,12 @@ class Comparison {
     const bl = asArray(b[keyword]);
     const al = asArray(a[keyword]);
     if (bl.length === 0 && al.length === 0) return;
-    for (let i = 0; i < Math.min(bl.length, al.length); i++) this.schema(`${where}<${keyword} ${i}>`, bl[i], al[i], flow);
-    if (flow === "in" && al.length < bl.length) this.report(where, `${keyword} lost ${bl.length - al.length} alternative(s)`);
-    if (flow === "out" && al.length > bl.length) this.report(where, `${keyword} gained ${al.length - bl.length} alternative(s)`);
+    for (let i = 0; i < Math.min(bl.length, al.length); i++)
+      this.schema(`${where}<${keyword} ${i}>`, bl[i], al[i], flow);
+    if (flow === "in" && al.length < bl.length)
+      this.report(where, `${keyword} lost ${bl.length - al.length} alternative(s)`);
+    if (flow === "out" && al.length > bl.length)
+      this.report(where, `${keyword} gained ${al.length - bl.length} alternative(s)`);
   }
 
   /** `requestFlow`: how a request travels (`in` for our API, `out` for webhooks we send). */
@@ -267,7 +289,13 @@ class Comparison {
       for (const [name, header] of Object.entries(bh)) {
         const match = byName.get(name.toLowerCase());
         if (match === undefined) this.report(`${where} ${status} header ${name}`, "header removed");
-        else this.schema(`${where} ${status} header ${name}`, this.resolve(this.before, header)?.["schema"], this.resolve(this.after, match)?.["schema"], responseFlow);
+        else
+          this.schema(
+            `${where} ${status} header ${name}`,
+            this.resolve(this.before, header)?.["schema"],
+            this.resolve(this.after, match)?.["schema"],
+            responseFlow,
+          );
       }
     }
 
@@ -278,7 +306,9 @@ class Comparison {
 
   isAnonymous(doc: Json, operation: Json): boolean {
     const security = asArray(operation["security"] ?? doc["security"]);
-    return security.length === 0 || security.some((requirement) => Object.keys(asObject(requirement) ?? {}).length === 0);
+    return (
+      security.length === 0 || security.some((requirement) => Object.keys(asObject(requirement) ?? {}).length === 0)
+    );
   }
 
   parameters(where: string, beforePath: Json, afterPath: Json, b: Json, a: Json, flow: Flow): void {
@@ -301,12 +331,16 @@ class Comparison {
         this.report(label, "parameter removed");
         continue;
       }
-      if (flow === "in" && match["required"] === true && parameter["required"] !== true) this.report(label, "now required");
-      if (flow === "out" && parameter["required"] === true && match["required"] !== true) this.report(label, "no longer always sent");
+      if (flow === "in" && match["required"] === true && parameter["required"] !== true)
+        this.report(label, "now required");
+      if (flow === "out" && parameter["required"] === true && match["required"] !== true)
+        this.report(label, "no longer always sent");
       this.schema(label, parameter["schema"], match["schema"], flow);
     }
     if (flow === "in") {
-      for (const [key, parameter] of ap) if (!bp.has(key) && parameter["required"] === true) this.report(`${where} ${key} parameter`, "new required parameter");
+      for (const [key, parameter] of ap)
+        if (!bp.has(key) && parameter["required"] === true)
+          this.report(`${where} ${key} parameter`, "new required parameter");
     }
   }
 
@@ -340,7 +374,10 @@ class Comparison {
 /** Every change from `before` to `after` that breaks a user of `before`; empty when compatible. */
 export function findBreakingChanges(before: unknown, after: unknown): BreakingChange[] {
   const comparison = new Comparison(asObject(before) ?? {}, asObject(after) ?? {});
-  for (const [section, requestFlow] of [["paths", "in"], ["webhooks", "out"]] as const) {
+  for (const [section, requestFlow] of [
+    ["paths", "in"],
+    ["webhooks", "out"],
+  ] as const) {
     const bItems = asObject(comparison.before[section]) ?? {};
     const aItems = asObject(comparison.after[section]) ?? {};
     for (const [path, value] of Object.entries(bItems)) {
@@ -370,11 +407,17 @@ export type ReleaseBump = "major" | "minor" | "patch" | "none";
  * Whether the pending changesets may release the API changes: any breaking change needs a major
  * bump (all our packages share one version line, so any package's major counts).
  */
-export function compatibilityVerdict(breaking: readonly BreakingChange[], pendingBumps: readonly ReleaseBump[]): { ok: boolean; report: string } {
+export function compatibilityVerdict(
+  breaking: readonly BreakingChange[],
+  pendingBumps: readonly ReleaseBump[],
+): { ok: boolean; report: string } {
   if (breaking.length === 0) return { ok: true, report: "no breaking changes since the last release" };
   const list = breaking.map((b) => `  - ${b.where}: ${b.change}`).join("\n");
   if (pendingBumps.includes("major")) {
-    return { ok: true, report: `${breaking.length} breaking change(s) since the last release, released by a pending major changeset:\n${list}` };
+    return {
+      ok: true,
+      report: `${breaking.length} breaking change(s) since the last release, released by a pending major changeset:\n${list}`,
+    };
   }
   return {
     ok: false,

@@ -31,15 +31,21 @@ describe("loadConfig: tokens, JWT and rate limits", () => {
     });
     const secret = "s".repeat(32);
     expect(loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: secret }).jwt?.keys).toEqual({ secret });
-    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "https://idp.test/jwks", PLANTSTORE_JWT_SECRET: secret })).toThrow(/not both/);
-    expect(() => loadConfig({ PLANTSTORE_JWKS_URL: "https://idp.test/jwks" })).toThrow(/ISSUER and PLANTSTORE_JWT_AUDIENCE/);
+    expect(() =>
+      loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "https://idp.test/jwks", PLANTSTORE_JWT_SECRET: secret }),
+    ).toThrow(/not both/);
+    expect(() => loadConfig({ PLANTSTORE_JWKS_URL: "https://idp.test/jwks" })).toThrow(
+      /ISSUER and PLANTSTORE_JWT_AUDIENCE/,
+    );
     expect(() => loadConfig(JWT)).toThrow(/PLANTSTORE_JWKS_URL or PLANTSTORE_JWT_SECRET/);
     expect(() => loadConfig({ ...JWT, PLANTSTORE_JWKS_URL: "file:///etc/jwks" })).toThrow(/PLANTSTORE_JWKS_URL/);
   });
 
   it("refuses a short secret without repeating it", () => {
     const short = "too-short-secret";
-    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: short })).toThrow(/PLANTSTORE_JWT_SECRET: must be at least 32/);
+    expect(() => loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: short })).toThrow(
+      /PLANTSTORE_JWT_SECRET: must be at least 32/,
+    );
     expect(() => loadConfig({ ...JWT, PLANTSTORE_JWT_SECRET: short })).not.toThrow(new RegExp(short));
   });
 
@@ -70,7 +76,19 @@ describe("loadConfig: PLANTSTORE_TRUSTED_PROXIES", () => {
   });
 
   it("refuses start-up on an entry that is not an address, a range or a keyword, naming it", () => {
-    const bad = ["nginx", "localhost", "10", "2130706433", "10.0.0.256", "10.0.0.0/33", "::1/129", "10.0.0.0/", "10.0.0.0/8x", "10.0.0.0/255.0.0.0", "Loopback"];
+    const bad = [
+      "nginx",
+      "localhost",
+      "10",
+      "2130706433",
+      "10.0.0.256",
+      "10.0.0.0/33",
+      "::1/129",
+      "10.0.0.0/",
+      "10.0.0.0/8x",
+      "10.0.0.0/255.0.0.0",
+      "Loopback",
+    ];
     for (const entry of bad) {
       expect(() => loadConfig({ PLANTSTORE_TRUSTED_PROXIES: `127.0.0.1,${entry}` })).toThrow(
         `invalid configuration: PLANTSTORE_TRUSTED_PROXIES: "${entry}"`,

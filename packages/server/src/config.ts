@@ -40,7 +40,12 @@ const EnvSchema = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   DATABASE_URL: z.string().min(1).optional(),
   PLANTSTORE_TOKENS: z.string().optional(),
-  PLANTSTORE_BODY_LIMIT: z.coerce.number().int().min(64).max(16 * 1024 * 1024).default(16 * 1024),
+  PLANTSTORE_BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(64)
+    .max(16 * 1024 * 1024)
+    .default(16 * 1024),
   PLANTSTORE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   PLANTSTORE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   PLANTSTORE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
@@ -139,7 +144,12 @@ export type Config = {
 };
 
 function jwtConfig(e: z.infer<typeof EnvSchema>): JwtConfig | undefined {
-  const { PLANTSTORE_JWT_ISSUER: issuer, PLANTSTORE_JWT_AUDIENCE: audience, PLANTSTORE_JWKS_URL: jwksUrl, PLANTSTORE_JWT_SECRET: secret } = e;
+  const {
+    PLANTSTORE_JWT_ISSUER: issuer,
+    PLANTSTORE_JWT_AUDIENCE: audience,
+    PLANTSTORE_JWKS_URL: jwksUrl,
+    PLANTSTORE_JWT_SECRET: secret,
+  } = e;
   if (issuer === undefined && audience === undefined && jwksUrl === undefined && secret === undefined) return undefined;
   if (jwksUrl !== undefined && secret !== undefined) {
     // Accepting both would invite algorithm confusion (an HMAC made with a public key).

@@ -64,7 +64,10 @@ function describeIssue(issue: Issue): string {
 
 /** The database is down or unreachable: a retry may succeed soon, so say when (RFC 9110 §10.2.3). */
 function unavailable(cause: StoreUnavailableError): ApiError {
-  return new ApiError("UNAVAILABLE", "the database is not reachable right now; retry shortly", { headers: { "Retry-After": "1" }, cause });
+  return new ApiError("UNAVAILABLE", "the database is not reachable right now; retry shortly", {
+    headers: { "Retry-After": "1" },
+    cause,
+  });
 }
 
 /**

@@ -6,7 +6,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
  */
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(sources: { webhookBacklog?: () => Promise<number>; openConnections?: () => number } = {}) {
+export function createMetrics(
+  sources: { webhookBacklog?: () => Promise<number>; openConnections?: () => number } = {},
+) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "plantstore_" });
   return {

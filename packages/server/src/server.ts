@@ -108,7 +108,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     logger: rateLimitLogger,
     metrics,
   });
-  const app = createApp({ router: appRouter, store, authenticator, logger, bodyLimitBytes: config.bodyLimitBytes,
+  const app = createApp({
+    router: appRouter,
+    store,
+    authenticator,
+    logger,
+    bodyLimitBytes: config.bodyLimitBytes,
     corsOrigins: config.corsOrigins,
     metrics,
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
@@ -185,7 +190,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     })());
 
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
-  const metricsUrl = metricsAddress === undefined ? undefined : `http://${url.split("//")[1]!.split(":")[0]}:${metricsAddress.port}`;
+  const metricsUrl =
+    metricsAddress === undefined ? undefined : `http://${url.split("//")[1]!.split(":")[0]}:${metricsAddress.port}`;
   return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: () => close() };
 }
 

@@ -16,11 +16,13 @@ export function trustedProxyProblem(entry: string): string | undefined {
   const slash = entry.indexOf("/");
   const address = slash === -1 ? entry : entry.slice(0, slash);
   const family = isIP(address);
-  if (family === 0) return `"${entry}" is not an IP address, a CIDR range (10.0.0.0/8) or one of ${TRUSTED_PROXY_KEYWORDS.join(", ")}`;
+  if (family === 0)
+    return `"${entry}" is not an IP address, a CIDR range (10.0.0.0/8) or one of ${TRUSTED_PROXY_KEYWORDS.join(", ")}`;
   if (slash !== -1) {
     const prefix = entry.slice(slash + 1);
     const max = family === 4 ? 32 : 128;
-    if (!PREFIX_LENGTH.test(prefix) || Number(prefix) > max) return `"${entry}": the prefix length must be a number from 1 to ${max}`;
+    if (!PREFIX_LENGTH.test(prefix) || Number(prefix) > max)
+      return `"${entry}": the prefix length must be a number from 1 to ${max}`;
     // Trusting every hop makes the left-most X-Forwarded-For entry, which any client writes, the address.
     if (Number(prefix) === 0) return `"${entry}" would trust every address, so any client could choose its own`;
   }

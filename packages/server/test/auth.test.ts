@@ -28,14 +28,17 @@ describe("POST /plants without a usable bearer token", () => {
     },
   );
 
-  it.each([["Bearer wrong-token"], [`Bearer ${TOKEN}x`], [`Bearer ${TOKEN.slice(0, -1)}`], ["Bearer a b"], ["Bearer {}"]])(
-    "answers 401 (40101) with error=invalid_token for %j",
-    async (authorization) => {
-      const response = await post({ authorization });
-      expectErrorShape(response, 401, 40101);
-      expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="invalid_token"');
-    },
-  );
+  it.each([
+    ["Bearer wrong-token"],
+    [`Bearer ${TOKEN}x`],
+    [`Bearer ${TOKEN.slice(0, -1)}`],
+    ["Bearer a b"],
+    ["Bearer {}"],
+  ])("answers 401 (40101) with error=invalid_token for %j", async (authorization) => {
+    const response = await post({ authorization });
+    expectErrorShape(response, 401, 40101);
+    expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="invalid_token"');
+  });
 
   it("checks the token before the body: no validation detail leaks to strangers", async () => {
     expectErrorShape(await post({}, '{"id":"bad"'), 401, 40100);

@@ -69,6 +69,7 @@ describe("POST /plants with the body in the first packet or trickling in", () =>
       socket.write(requests.join(""));
     });
     expect((raw.match(/HTTP\/1\.1 200 /g) ?? []).length).toBe(20);
-    for (let i = 0; i < 20; i++) expect(await server.store.get(BigInt(100 + i))).toEqual({ id: BigInt(100 + i), name: `p${i}` });
+    for (let i = 0; i < 20; i++)
+      expect(await server.store.get(BigInt(100 + i))).toEqual({ id: BigInt(100 + i), name: `p${i}` });
   });
 });

@@ -37,7 +37,11 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
     const response = await server.send({
       method: "OPTIONS",
       path: "/plants",
-      headers: { origin: "https://shop.example", "access-control-request-method": "POST", authorization: `Bearer ${TOKEN}` },
+      headers: {
+        origin: "https://shop.example",
+        "access-control-request-method": "POST",
+        authorization: `Bearer ${TOKEN}`,
+      },
     });
     expectErrorShape(response, 405, 40500);
   });

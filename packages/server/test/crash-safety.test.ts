@@ -48,12 +48,22 @@ function sqliteBackend(): Backend {
     async inspect() {
       const db = new DatabaseSync(path, { readBigInts: true });
       try {
-        const integrity = (db.prepare("PRAGMA integrity_check").all() as Array<{ integrity_check: string }>).map((r) => r.integrity_check).join("; ");
+        const integrity = (db.prepare("PRAGMA integrity_check").all() as Array<{ integrity_check: string }>)
+          .map((r) => r.integrity_check)
+          .join("; ");
         const plants = new Map(
-          (db.prepare("SELECT id, name, tag FROM plants").all() as Array<{ id: bigint; name: string; tag: string | null }>).map((r) => [r.id, { name: r.name, tag: r.tag }]),
+          (
+            db.prepare("SELECT id, name, tag FROM plants").all() as Array<{
+              id: bigint;
+              name: string;
+              tag: string | null;
+            }>
+          ).map((r) => [r.id, { name: r.name, tag: r.tag }]),
         );
         const rows = db
-          .prepare("SELECT e.payload, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id ORDER BY e.id")
+          .prepare(
+            "SELECT e.payload, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id ORDER BY e.id",
+          )
           .all() as Array<{ payload: string; status: string | null }>;
         const events = new Map<string, string[]>();
         for (const row of rows) {
@@ -98,7 +108,10 @@ async function postgresBackend(): Promise<Backend> {
       // Every index entry points at a heap row and every heap row is indexed (heapallindexed).
       for (const { name } of indexes) await sql(`SELECT bt_index_parent_check('${name}'::regclass, true)`);
       const plants = new Map(
-        (await sql<{ id: bigint; name: string; tag: string | null }>("SELECT id, name, tag FROM plants")).map((r) => [r.id, { name: r.name, tag: r.tag }]),
+        (await sql<{ id: bigint; name: string; tag: string | null }>("SELECT id, name, tag FROM plants")).map((r) => [
+          r.id,
+          { name: r.name, tag: r.tag },
+        ]),
       );
       const rows = await sql<{ payload: string; status: string | null }>(
         "SELECT e.payload, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id ORDER BY e.id",
@@ -110,7 +123,10 @@ async function postgresBackend(): Promise<Backend> {
         events.set(row.payload, statuses);
       }
       return {
-        integrity: problems.length === 0 && indexes.length >= 4 ? "ok" : `${problems.join("; ")} (${indexes.length} indexes checked)`,
+        integrity:
+          problems.length === 0 && indexes.length >= 4
+            ? "ok"
+            : `${problems.join("; ")} (${indexes.length} indexes checked)`,
         plants,
         events: [...events].map(([payload, statuses]) => ({ payload, statuses })),
       };
@@ -127,7 +143,7 @@ afterEach(async () => {
 /** Every stored plant, through GET /plants and its cursor. */
 async function listAll(url: string): Promise<Array<{ id: bigint; name: string; tag?: string }>> {
   const all: Array<{ id: bigint; name: string; tag?: string }> = [];
-  for (let after: bigint | undefined; ; ) {
+  for (let after: bigint | undefined; ;) {
     const page = await rawRequest(url, {
       method: "GET",
       path: `/plants?limit=1000${after === undefined ? "" : `&after=${after}`}`,
@@ -200,7 +216,11 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
     };
     const load = runLoad({ url: server.url, token: TOKEN, concurrency: CONCURRENCY, next, onOutcome });
     // Let the load reach full speed (a first answer), then kill at a random moment.
-    await until(() => ackedThisRound > 0 || violations.length > 0, 20_000, () => `a first answer ${context}`);
+    await until(
+      () => ackedThisRound > 0 || violations.length > 0,
+      20_000,
+      () => `a first answer ${context}`,
+    );
     await new Promise((r) => setTimeout(r, 100 + random() * 700));
     server.child.kill("SIGKILL");
     killed = true;
@@ -220,7 +240,11 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
     30_000,
     () => `an empty webhook outbox ${context}: depth ${depth}`,
     async () => {
-      const metrics = await rawRequest(last.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
+      const metrics = await rawRequest(last.url, {
+        method: "GET",
+        path: "/metrics",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       depth = /^plantstore_webhook_outbox_depth (\d+)$/m.exec(metrics.text)?.[1] ?? "";
     },
   );
@@ -232,14 +256,20 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
   expect(acknowledged.size, `enough load to mean something ${context}`).toBeGreaterThanOrEqual(100);
   expect(cut, `some requests were in flight at a kill ${context}`).toBeGreaterThan(0);
   for (const [id, plant] of acknowledged) {
-    expect(state.plants.get(id), `acknowledged plant ${plant.body} ${context}`).toEqual({ name: plant.name, tag: plant.tag ?? null });
+    expect(state.plants.get(id), `acknowledged plant ${plant.body} ${context}`).toEqual({
+      name: plant.name,
+      tag: plant.tag ?? null,
+    });
   }
   // What GET /plants answered after the crashes is what the store holds.
   expect(new Map(listed.map((p) => [p.id, { name: p.name, tag: p.tag ?? null }])), context).toEqual(state.plants);
   for (const [id, stored] of state.plants) {
     const plant = sent.get(id);
     expect(plant, `stored plant ${id} was sent ${context}`).toBeDefined();
-    expect(stored, `stored plant ${id} is what was sent ${context}`).toEqual({ name: plant!.name, tag: plant!.tag ?? null });
+    expect(stored, `stored plant ${id} is what was sent ${context}`).toEqual({
+      name: plant!.name,
+      tag: plant!.tag ?? null,
+    });
   }
   // The outbox: exactly one event per stored plant (written in its transaction), each delivered.
   const payloads = new Map(state.events.map((e) => [e.payload, e.statuses]));
@@ -249,7 +279,8 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
     expect(statuses, `outbox event of plant ${id} ${context}`).toEqual(["delivered"]);
   }
   const deliveredIds = new Set(receiver.received.map((r) => /^\{"id":(-?\d+),/.exec(r.body)?.[1]));
-  for (const id of state.plants.keys()) expect(deliveredIds.has(String(id)), `plant ${id} reached the receiver ${context}`).toBe(true);
+  for (const id of state.plants.keys())
+    expect(deliveredIds.has(String(id)), `plant ${id} reached the receiver ${context}`).toBe(true);
   for (const delivery of receiver.received) {
     const id = /^\{"id":(-?\d+),/.exec(delivery.body)?.[1];
     expect(delivery.body, `delivered payload ${context}`).toBe(sent.get(BigInt(id ?? "0"))?.body);
@@ -258,13 +289,9 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
 
 // The suite runs once per backend (PLANTSTORE_TEST_BACKEND, see test-database.ts): each pass crashes its own.
 describe("crash safety: SIGKILL under full load, restart on the same store", () => {
-  it(
-    `${TEST_BACKEND === "postgres" ? "PostgreSQL" : "SQLite"}: every 200 is stored exactly, nothing unsent is stored, the store is intact and no outbox event is lost`,
-    async () => {
-      const backend = TEST_BACKEND === "postgres" ? await postgresBackend() : sqliteBackend();
-      cleanups.push(backend.cleanup);
-      await crashRepeatedly(backend);
-    },
-    120_000,
-  );
+  it(`${TEST_BACKEND === "postgres" ? "PostgreSQL" : "SQLite"}: every 200 is stored exactly, nothing unsent is stored, the store is intact and no outbox event is lost`, async () => {
+    const backend = TEST_BACKEND === "postgres" ? await postgresBackend() : sqliteBackend();
+    cleanups.push(backend.cleanup);
+    await crashRepeatedly(backend);
+  }, 120_000);
 });

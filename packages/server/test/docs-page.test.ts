@@ -31,7 +31,9 @@ async function openBrowser(): Promise<{ context: BrowserContext; record: PageRec
 
 /** Requests that left the page's origin; `data:` and `blob:` URLs never touch the network. */
 function foreignRequests(record: PageRecord, origin: string): string[] {
-  return record.requests.filter((url) => !url.startsWith("data:") && !url.startsWith("blob:") && new URL(url).origin !== origin);
+  return record.requests.filter(
+    (url) => !url.startsWith("data:") && !url.startsWith("blob:") && new URL(url).origin !== origin,
+  );
 }
 
 let server: TestServer;
@@ -59,21 +61,35 @@ describe("GET /docs", () => {
   });
 
   it("revalidates assets by ETag and gzips them for browsers that accept it", async () => {
-    const first = await rawRequest(server.url, { method: "GET", path: "/docs/swagger-ui-bundle.js", headers: { "accept-encoding": "gzip" } });
+    const first = await rawRequest(server.url, {
+      method: "GET",
+      path: "/docs/swagger-ui-bundle.js",
+      headers: { "accept-encoding": "gzip" },
+    });
     expect(first.headers["content-encoding"]).toBe("gzip");
     const etag = String(first.headers["etag"]);
-    const again = await rawRequest(server.url, { method: "GET", path: "/docs/swagger-ui-bundle.js", headers: { "if-none-match": etag } });
+    const again = await rawRequest(server.url, {
+      method: "GET",
+      path: "/docs/swagger-ui-bundle.js",
+      headers: { "if-none-match": etag },
+    });
     expect(again.status).toBe(304);
   });
 
-  it("lets a person authorize with a bearer token and send POST /plants from the page, with no request to another origin", async ({ annotate }) => {
+  it("lets a person authorize with a bearer token and send POST /plants from the page, with no request to another origin", async ({
+    annotate,
+  }) => {
     const browser = await openBrowser();
     try {
       const page = await browser.context.newPage();
       const sent: Array<{ method: string; url: string; authorization: string | undefined }> = [];
       page.on("request", (request) => {
         if (new URL(request.url()).pathname === "/plants") {
-          sent.push({ method: request.method(), url: request.url(), authorization: request.headers()["authorization"] });
+          sent.push({
+            method: request.method(),
+            url: request.url(),
+            authorization: request.headers()["authorization"],
+          });
         }
       });
       await page.goto(`${server.url}/docs`);
@@ -93,7 +109,9 @@ describe("GET /docs", () => {
       await operation.locator("button.execute").click();
 
       const live = operation.locator(".live-responses-table .response");
-      await expect.poll(() => live.locator(".response-col_status").first().textContent(), { timeout: 20_000 }).toContain("200");
+      await expect
+        .poll(() => live.locator(".response-col_status").first().textContent(), { timeout: 20_000 })
+        .toContain("200");
       expect(await live.locator(".response-col_description").first().textContent()).toContain("Fern");
 
       mkdirSync(ARTIFACTS, { recursive: true });
@@ -104,7 +122,11 @@ describe("GET /docs", () => {
       await annotate(`screenshot: ${screenshot}`);
 
       expect(sent).toEqual([{ method: "POST", url: `${server.url}/plants`, authorization: `Bearer ${TOKEN}` }]);
-      const stored = await server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${TOKEN}` } });
+      const stored = await server.send({
+        method: "GET",
+        path: "/plants",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(stored.json).toEqual([{ id: 4242, name: "Fern", tag: "fern" }]);
 
       expect(browser.record.requests.length).toBeGreaterThan(3);

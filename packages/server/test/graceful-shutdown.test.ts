@@ -32,7 +32,10 @@ function track(server: SpawnedServer): SpawnedServer {
 
 async function storedPlants(database: TestDatabase): Promise<Map<bigint, { name: string; tag: string | null }>> {
   const select = "SELECT id, name, tag FROM plants";
-  const rows = await database.rows<{ id: bigint; name: string; tag: string | null }>({ sqlite: select, postgres: select });
+  const rows = await database.rows<{ id: bigint; name: string; tag: string | null }>({
+    sqlite: select,
+    postgres: select,
+  });
   return new Map(rows.map((r) => [r.id, { name: r.name, tag: r.tag }]));
 }
 
@@ -62,14 +65,17 @@ function expectCleanStop(outcomes: Outcome[], stored: Map<bigint, { name: string
   const problems: string[] = [];
   for (const o of outcomes) {
     if (o.kind === "answered") {
-      if (o.status !== 200 || o.text !== o.plant.answer) problems.push(`answered ${o.status} ${o.text} to ${o.plant.body}`);
+      if (o.status !== 200 || o.text !== o.plant.answer)
+        problems.push(`answered ${o.status} ${o.text} to ${o.plant.body}`);
       else if (!stored.has(o.plant.id)) problems.push(`200 for ${o.plant.body} but not stored`);
       continue;
     }
     // The only failure allowed: a new connection the stopped server never read from (refused, or
     // reset by the OS from the accept queue). Never a reused connection, never a cut answer.
     if (o.reusedSocket || o.responseStarted || !["ECONNREFUSED", "ECONNRESET"].includes(o.code)) {
-      problems.push(`${o.code} (reused socket: ${o.reusedSocket}, answer started: ${o.responseStarted}) for ${o.plant.body}`);
+      problems.push(
+        `${o.code} (reused socket: ${o.reusedSocket}, answer started: ${o.responseStarted}) for ${o.plant.body}`,
+      );
     } else if (stored.has(o.plant.id)) {
       problems.push(`${o.code} for ${o.plant.body}, yet it is stored: the server read it and gave no answer`);
     }
@@ -102,7 +108,10 @@ describe("graceful shutdown of plantstore-server serve", () => {
       PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
     };
     const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const added = spawnSync(process.execPath, [BIN, "webhooks", "add", hook, "--secret", SECRET], { env: { ...process.env, ...env }, encoding: "utf8" });
+    const added = spawnSync(process.execPath, [BIN, "webhooks", "add", hook, "--secret", SECRET], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
     expect(added.status, added.stderr).toBe(0);
 
     const server = track(await spawnServe(env));
@@ -110,7 +119,11 @@ describe("graceful shutdown of plantstore-server serve", () => {
     const keepAlive = async (): Promise<RawClient> => {
       const client = await openRaw(port);
       client.write("GET /healthz HTTP/1.1\r\nHost: plantstore\r\n\r\n");
-      await until(() => client.answers().length === 1, 10_000, () => "a first answer on a keep-alive connection");
+      await until(
+        () => client.answers().length === 1,
+        10_000,
+        () => "a first answer on a keep-alive connection",
+      );
       return client;
     };
     // Idle keep-alive connections: one stays silent, one sends its next request just after SIGTERM.
@@ -128,7 +141,11 @@ describe("graceful shutdown of plantstore-server serve", () => {
     );
 
     const load = loadUntilRefused(server.url);
-    await until(() => load.answered() >= 100 && delivered.length > 0, 30_000, () => `load and a first delivery (${load.answered()} answered)`);
+    await until(
+      () => load.answered() >= 100 && delivered.length > 0,
+      30_000,
+      () => `load and a first delivery (${load.answered()} answered)`,
+    );
     const signalledAt = Date.now();
     server.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));
@@ -145,7 +162,10 @@ describe("graceful shutdown of plantstore-server serve", () => {
 
     const stored = await storedPlants(db);
     expectCleanStop(load.outcomes, stored);
-    expect(load.outcomes.some((o) => o.kind === "answered" && o.at > signalledAt), "answers after SIGTERM").toBe(true);
+    expect(
+      load.outcomes.some((o) => o.kind === "answered" && o.at > signalledAt),
+      "answers after SIGTERM",
+    ).toBe(true);
 
     // The request that was half sent at SIGTERM was finished and answered, and its connection closed.
     for (const { plant, client } of halfSent) {
@@ -155,7 +175,9 @@ describe("graceful shutdown of plantstore-server serve", () => {
     }
     // The idle connection that asked again after SIGTERM got its answer, marked as the last one.
     expect(await late.closed).toEqual({ error: undefined });
-    expect(late.answers().slice(1)).toMatchObject([{ status: 200, body: latePlant.answer, headers: { connection: "close" } }]);
+    expect(late.answers().slice(1)).toMatchObject([
+      { status: 200, body: latePlant.answer, headers: { connection: "close" } },
+    ]);
     expect(stored.has(latePlant.id)).toBe(true);
     // The silent one was closed in an orderly way (FIN, not a reset) and nothing else came.
     expect(await silent.closed).toEqual({ error: undefined });
@@ -172,7 +194,12 @@ describe("graceful shutdown of plantstore-server serve", () => {
   it("with PLANTSTORE_WORKERS=2: the primary passes SIGTERM on, every worker drains, exit 0", async () => {
     const db = await tempDatabase();
     const port = await freePort();
-    const env = { DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN, PLANTSTORE_WORKERS: "2", PLANTSTORE_LOG_LEVEL: "warn" };
+    const env = {
+      DATABASE_URL: db.url,
+      PLANTSTORE_TOKENS: TOKEN,
+      PLANTSTORE_WORKERS: "2",
+      PLANTSTORE_LOG_LEVEL: "warn",
+    };
     const server = track(await spawnServe(env, { port }));
     const halfSent = await Promise.all(
       Array.from({ length: 4 }, async () => {
@@ -183,7 +210,11 @@ describe("graceful shutdown of plantstore-server serve", () => {
       }),
     );
     const load = loadUntilRefused(server.url);
-    await until(() => load.answered() >= 200, 30_000, () => `load (${load.answered()} answered)`);
+    await until(
+      () => load.answered() >= 200,
+      30_000,
+      () => `load (${load.answered()} answered)`,
+    );
     const signalledAt = Date.now();
     server.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 200));

@@ -3,7 +3,14 @@ import { startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
 import { seedDocument } from "@plantstore/test-support/seed-document";
 import { OTHER_TEST_TOKEN, TEST_TOKEN, testServerConfig } from "@plantstore/test-support/test-config";
-import { appRouter, buildOpenApiDocument, loadConfig, startServer, type Config, type RunningServer } from "../src/index.ts";
+import {
+  appRouter,
+  buildOpenApiDocument,
+  loadConfig,
+  startServer,
+  type Config,
+  type RunningServer,
+} from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 
@@ -122,12 +129,21 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
  * (`PLANTSTORE_TEST_BACKEND`, see test-database.ts); `await using` closes it and drops the
  * database. Pass `database` to start a second server on an existing one (then it is not dropped).
  */
-export async function startTestServer(overrides: Partial<Config> = {}, shared?: { database: TestDatabase }): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Partial<Config> = {},
+  shared?: { database: TestDatabase },
+): Promise<TestServer> {
   const database = shared?.database ?? (await createTestDatabase());
   // Silent whatever the overrides' logLevel: tests that read the log start a server of their own.
-  const server = { loadConfig, startServer: (options: { config: Config }) => startServer({ ...options, logger: createLogger("silent") }) };
+  const server = {
+    loadConfig,
+    startServer: (options: { config: Config }) => startServer({ ...options, logger: createLogger("silent") }),
+  };
   // A shared database outlives this server: it is not handed over to be disposed.
-  const running = await startRealServer(server, { config: overrides, database: shared === undefined ? database : { url: database.url } });
+  const running = await startRealServer(server, {
+    config: overrides,
+    database: shared === undefined ? database : { url: database.url },
+  });
   const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
   const served = JSON.parse(servedText.text) as OpenApiDoc;
   servedContracts.set(running.url, new ResponseContract("served /openapi.json", served, { errorFallback: false }));

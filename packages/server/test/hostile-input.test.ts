@@ -2,7 +2,15 @@ import fc from "fast-check";
 import { NewPlant, parseJsonLossless, stringifyJsonLossless } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN, type TestServer } from "./harness.ts";
-import { answerProblem, hostileBody, oddContentType, oddMethod, oddPath, validPlantBody, type PlantFields } from "./hostile.ts";
+import {
+  answerProblem,
+  hostileBody,
+  oddContentType,
+  oddMethod,
+  oddPath,
+  validPlantBody,
+  type PlantFields,
+} from "./hostile.ts";
 import { openRaw } from "./raw-socket.ts";
 
 /**
@@ -23,7 +31,8 @@ function asNewPlant(bytes: Buffer): PlantFields | undefined {
 
 const BODY_LIMIT = 16 * 1024;
 
-const answerOf = (plant: PlantFields) => JSON.stringify(plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag });
+const answerOf = (plant: PlantFields) =>
+  JSON.stringify(plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag });
 
 let server: TestServer;
 /** Every plant the server answered 200 for, as the model of what it must hold. */
@@ -56,10 +65,17 @@ async function post(body: Buffer, headers: Record<string, string> = {}) {
 }
 
 /** Checks the answer to a POST of `body` against the invariants and the model; throws what is wrong. */
-async function checkCreate(body: Buffer, status: number, headers: Record<string, string | string[] | undefined>, text: string, accepted = true) {
+async function checkCreate(
+  body: Buffer,
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  text: string,
+  accepted = true,
+) {
   const problem = answerProblem("POST", status, headers, text);
   if (problem !== undefined) throw new Error(problem);
-  if (body.length > BODY_LIMIT && status !== 413) throw new Error(`${status} ${text} for a body of ${body.length} bytes`);
+  if (body.length > BODY_LIMIT && status !== 413)
+    throw new Error(`${status} ${text} for a body of ${body.length} bytes`);
   const plant = accepted && body.length <= BODY_LIMIT ? asNewPlant(body) : undefined;
   if (plant === undefined) {
     if (status < 300) throw new Error(`${status} ${text} for a body that is not a valid NewPlant`);
@@ -67,28 +83,39 @@ async function checkCreate(body: Buffer, status: number, headers: Record<string,
   }
   const stored = model.get(plant.id);
   if (stored !== undefined && (stored.name !== plant.name || stored.tag !== plant.tag)) {
-    if (status !== 409 || JSON.parse(text).error !== 40900) throw new Error(`expected 409 for a second plant under id ${plant.id}, got ${status} ${text}`);
+    if (status !== 409 || JSON.parse(text).error !== 40900)
+      throw new Error(`expected 409 for a second plant under id ${plant.id}, got ${status} ${text}`);
     return;
   }
-  if (status !== 200 || text !== answerOf(plant)) throw new Error(`expected 200 ${answerOf(plant)}, got ${status} ${text}`);
+  if (status !== 200 || text !== answerOf(plant))
+    throw new Error(`expected 200 ${answerOf(plant)}, got ${status} ${text}`);
   model.set(plant.id, { name: plant.name, tag: plant.tag });
   // A retry of the same request answers the same.
   const replay = await post(body);
-  if (replay.status !== 200 || replay.text !== text) throw new Error(`a replay answered ${replay.status} ${replay.text}`);
+  if (replay.status !== 200 || replay.text !== text)
+    throw new Error(`a replay answered ${replay.status} ${replay.text}`);
 }
 
 describe("POST /plants with hostile bodies", () => {
   it("never answers 5xx, refuses with a catalogued Error, and stores and answers every valid NewPlant exactly", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(hostileBody, validPlantBody.map(({ body }) => Buffer.from(body, "utf8"))).map(readable), async (body) => {
-        const response = await post(body);
-        await checkCreate(body, response.status, response.headers, response.text);
-      }),
+      fc.asyncProperty(
+        fc
+          .oneof(
+            hostileBody,
+            validPlantBody.map(({ body }) => Buffer.from(body, "utf8")),
+          )
+          .map(readable),
+        async (body) => {
+          const response = await post(body);
+          await checkCreate(body, response.status, response.headers, response.text);
+        },
+      ),
       { numRuns: 400 },
     );
     // What the server holds is exactly what it said it stored.
     const listed = new Map<bigint, { name: string; tag: string | undefined }>();
-    for (let after: bigint | undefined; ; ) {
+    for (let after: bigint | undefined; ;) {
       const page = await server.send({
         method: "GET",
         path: `/plants?limit=1000${after === undefined ? "" : `&after=${after}`}`,
@@ -109,28 +136,64 @@ describe("POST /plants with hostile bodies", () => {
         const response = await post(bytes, { "content-type": contentType });
         await checkCreate(bytes, response.status, response.headers, response.text, response.status !== 415);
         const type = contentType.split(";")[0]!.trim().toLowerCase();
-        if (type !== "application/json" && response.status !== 415) throw new Error(`${contentType} answered ${response.status}`);
+        if (type !== "application/json" && response.status !== 415)
+          throw new Error(`${contentType} answered ${response.status}`);
       }),
       { numRuns: 150 },
     );
   }, 60_000);
 
   it("answers any Authorization header and extra headers without 5xx; only the exact token authenticates", async () => {
-    const headerName = fc.stringMatching(/^[a-zA-Z][a-zA-Z0-9-]{0,20}$/).filter((n) => !["content-length", "transfer-encoding", "host", "connection", "expect", "upgrade", "content-type", "authorization"].includes(n.toLowerCase()));
-    const headerValue = fc.string({ maxLength: 60, unit: "grapheme-ascii" }).map((v) => v.replace(/[\r\n]/g, "").trim());
+    const headerName = fc
+      .stringMatching(/^[a-zA-Z][a-zA-Z0-9-]{0,20}$/)
+      .filter(
+        (n) =>
+          ![
+            "content-length",
+            "transfer-encoding",
+            "host",
+            "connection",
+            "expect",
+            "upgrade",
+            "content-type",
+            "authorization",
+          ].includes(n.toLowerCase()),
+      );
+    const headerValue = fc
+      .string({ maxLength: 60, unit: "grapheme-ascii" })
+      .map((v) => v.replace(/[\r\n]/g, "").trim());
     const authorization = fc.oneof(
-      fc.constantFrom(`Bearer ${TOKEN}`, `bearer ${TOKEN}`, `BEARER   ${TOKEN}`, `Bearer ${TOKEN} `, `Bearer  ${TOKEN}x`, "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", `Token ${TOKEN}`, `Bearer ${"t".repeat(8000)}`),
+      fc.constantFrom(
+        `Bearer ${TOKEN}`,
+        `bearer ${TOKEN}`,
+        `BEARER   ${TOKEN}`,
+        `Bearer ${TOKEN} `,
+        `Bearer  ${TOKEN}x`,
+        "Bearer",
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        `Token ${TOKEN}`,
+        `Bearer ${"t".repeat(8000)}`,
+      ),
       headerValue.map((v) => `Bearer ${v}`),
       headerValue,
     );
     await fc.assert(
-      fc.asyncProperty(authorization, fc.dictionary(headerName, headerValue, { maxKeys: 5 }), validPlantBody, async (auth, extra, { body }) => {
-        const bytes = Buffer.from(body, "utf8");
-        const response = await post(bytes, { ...extra, authorization: auth });
-        const valid = /^bearer +test-token-0123456789abcdefghijklmnop *$/i.test(auth.trim()) || auth.trim().toLowerCase() === `bearer ${TOKEN}`;
-        await checkCreate(bytes, response.status, response.headers, response.text, valid);
-        if (!valid && response.status !== 401) throw new Error(`Authorization ${JSON.stringify(auth)} answered ${response.status}`);
-      }),
+      fc.asyncProperty(
+        authorization,
+        fc.dictionary(headerName, headerValue, { maxKeys: 5 }),
+        validPlantBody,
+        async (auth, extra, { body }) => {
+          const bytes = Buffer.from(body, "utf8");
+          const response = await post(bytes, { ...extra, authorization: auth });
+          const valid =
+            /^bearer +test-token-0123456789abcdefghijklmnop *$/i.test(auth.trim()) ||
+            auth.trim().toLowerCase() === `bearer ${TOKEN}`;
+          await checkCreate(bytes, response.status, response.headers, response.text, valid);
+          if (!valid && response.status !== 401)
+            throw new Error(`Authorization ${JSON.stringify(auth)} answered ${response.status}`);
+        },
+      ),
       { numRuns: 150 },
     );
   }, 60_000);
@@ -153,7 +216,8 @@ describe("hostile requests on the wire", () => {
       fc.asyncProperty(oddMethod, oddPath, fc.boolean(), async (method, path, withToken) => {
         const head = `${method} ${path} HTTP/1.1\r\nHost: plantstore\r\nConnection: close\r\n${withToken ? `Authorization: Bearer ${TOKEN}\r\n` : ""}\r\n`;
         const { answers, raw } = await exchange(Buffer.from(head, "latin1"), { head: method === "HEAD" });
-        if (answers.length !== 1) throw new Error(`${answers.length} answers to ${JSON.stringify(head)}: ${JSON.stringify(raw)}`);
+        if (answers.length !== 1)
+          throw new Error(`${answers.length} answers to ${JSON.stringify(head)}: ${JSON.stringify(raw)}`);
         const [answer] = answers;
         const problem = answerProblem(method, answer!.status, answer!.headers, answer!.body);
         if (problem !== undefined) throw new Error(`${method} ${path}: ${problem}`);
@@ -173,17 +237,35 @@ describe("hostile requests on the wire", () => {
     const line = fc.oneof(
       fc.uint8Array({ minLength: 1, maxLength: 80 }).map((a) => Buffer.from(a)),
       fc.string({ maxLength: 80, unit: "binary" }).map((s) => Buffer.from(s, "utf8")),
-      fc.constantFrom(
-        "Content-Length: -1", "Content-Length: 1e3", "Content-Length: 99999999999999999999", "Content-Length: 5, 6", "Transfer-Encoding: chunked, identity",
-        "Transfer-Encoding: gzip", "Content-Encoding: gzip", "Expect: 100-continue", "Expect: nonsense", "Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings",
-        "X-Request-Id: \u00ff\u00fe", " leading-space: x", "no-colon", "Host: a\u0000b", "X-A: \u0001", "Authorization: Bearer \u00e9",
-      ).map((s) => Buffer.from(s, "latin1")),
+      fc
+        .constantFrom(
+          "Content-Length: -1",
+          "Content-Length: 1e3",
+          "Content-Length: 99999999999999999999",
+          "Content-Length: 5, 6",
+          "Transfer-Encoding: chunked, identity",
+          "Transfer-Encoding: gzip",
+          "Content-Encoding: gzip",
+          "Expect: 100-continue",
+          "Expect: nonsense",
+          "Upgrade: h2c",
+          "Connection: Upgrade, HTTP2-Settings",
+          "X-Request-Id: \u00ff\u00fe",
+          " leading-space: x",
+          "no-colon",
+          "Host: a\u0000b",
+          "X-A: \u0001",
+          "Authorization: Bearer \u00e9",
+        )
+        .map((s) => Buffer.from(s, "latin1")),
     );
     await fc.assert(
       fc.asyncProperty(fc.array(line, { maxLength: 4 }), validPlantBody, async (lines, { body }) => {
         const bytes = Buffer.from(body, "utf8");
         const request = Buffer.concat([
-          Buffer.from(`POST /plants HTTP/1.1\r\nHost: plantstore\r\nConnection: close\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`),
+          Buffer.from(
+            `POST /plants HTTP/1.1\r\nHost: plantstore\r\nConnection: close\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`,
+          ),
           ...lines.flatMap((l) => [l.filter((b) => b !== 0x0d && b !== 0x0a), Buffer.from("\r\n")]),
           Buffer.from(`Content-Length: ${bytes.length}\r\n\r\n`),
           bytes,
@@ -191,12 +273,16 @@ describe("hostile requests on the wire", () => {
         const { answers, raw } = await exchange(request);
         // `Expect: 100-continue` earns an interim 100 first; then exactly one final answer.
         const finals = answers.filter((a) => a.status >= 200);
-        if (finals.length !== 1) throw new Error(`${finals.length} answers to ${JSON.stringify(request.toString("latin1"))}: ${JSON.stringify(raw)}`);
+        if (finals.length !== 1)
+          throw new Error(
+            `${finals.length} answers to ${JSON.stringify(request.toString("latin1"))}: ${JSON.stringify(raw)}`,
+          );
         const [answer] = finals;
         const problem = answerProblem("POST", answer!.status, answer!.headers, answer!.body);
         if (problem !== undefined) throw new Error(`${problem} for ${JSON.stringify(request.toString("latin1"))}`);
         // Whatever was stored through these headers is exactly the body's plant.
-        if (answer!.status === 200 || answer!.status === 409) await checkCreate(bytes, answer!.status, answer!.headers, answer!.body);
+        if (answer!.status === 200 || answer!.status === 409)
+          await checkCreate(bytes, answer!.status, answer!.headers, answer!.body);
       }),
       { numRuns: 150 },
     );
@@ -204,23 +290,31 @@ describe("hostile requests on the wire", () => {
 
   it("answers bodies shorter or longer than their Content-Length, or cut off, without 5xx", async () => {
     await fc.assert(
-      fc.asyncProperty(validPlantBody, fc.integer({ min: -20, max: 20 }), fc.boolean(), async ({ body }, skew, halfClose) => {
-        const bytes = Buffer.from(body, "utf8");
-        const declared = Math.max(0, bytes.length + skew);
-        const head = `POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${declared}\r\n\r\n`;
-        const { answers, error } = await exchange(Buffer.concat([Buffer.from(head), bytes]), { halfClose });
-        for (const answer of answers) {
-          const problem = answerProblem("POST", answer.status, answer.headers, answer.body);
-          if (problem !== undefined) throw new Error(`${problem} (declared ${declared} of ${bytes.length}, half-close ${halfClose})`);
-        }
-        // A body longer than declared leaves bytes after the request; the server closes (Connection: close).
-        if (answers.length === 0 && !(declared > bytes.length && halfClose)) {
-          throw new Error(`no answer (declared ${declared} of ${bytes.length}, half-close ${halfClose}, ${error ?? "closed"})`);
-        }
-        if (declared > bytes.length && !halfClose && answers[0]?.status !== 408) {
-          throw new Error(`a body that stops short should time out with 408, got ${answers[0]?.status}`);
-        }
-      }),
+      fc.asyncProperty(
+        validPlantBody,
+        fc.integer({ min: -20, max: 20 }),
+        fc.boolean(),
+        async ({ body }, skew, halfClose) => {
+          const bytes = Buffer.from(body, "utf8");
+          const declared = Math.max(0, bytes.length + skew);
+          const head = `POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${declared}\r\n\r\n`;
+          const { answers, error } = await exchange(Buffer.concat([Buffer.from(head), bytes]), { halfClose });
+          for (const answer of answers) {
+            const problem = answerProblem("POST", answer.status, answer.headers, answer.body);
+            if (problem !== undefined)
+              throw new Error(`${problem} (declared ${declared} of ${bytes.length}, half-close ${halfClose})`);
+          }
+          // A body longer than declared leaves bytes after the request; the server closes (Connection: close).
+          if (answers.length === 0 && !(declared > bytes.length && halfClose)) {
+            throw new Error(
+              `no answer (declared ${declared} of ${bytes.length}, half-close ${halfClose}, ${error ?? "closed"})`,
+            );
+          }
+          if (declared > bytes.length && !halfClose && answers[0]?.status !== 408) {
+            throw new Error(`a body that stops short should time out with 408, got ${answers[0]?.status}`);
+          }
+        },
+      ),
       { numRuns: 24 },
     );
   }, 120_000);
@@ -240,7 +334,9 @@ describe("regressions found by the hostile-input properties", () => {
   it("serves a request with an unknown Expect instead of Node's bare 417", async () => {
     const body = '{"id":424242,"name":"expect"}';
     const { answers } = await exchange(
-      Buffer.from(`POST /plants HTTP/1.1\r\nHost: plantstore\r\nConnection: close\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nExpect: nonsense\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      Buffer.from(
+        `POST /plants HTTP/1.1\r\nHost: plantstore\r\nConnection: close\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nExpect: nonsense\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      ),
     );
     expect(answers).toMatchObject([{ status: 200, body: '{"name":"expect"}' }]);
     model.set(424242n, { name: "expect", tag: undefined });
@@ -249,7 +345,9 @@ describe("regressions found by the hostile-input properties", () => {
   it("answers a client that half-closes after its request, rather than storing the plant silently", async () => {
     const body = '{"id":434343,"name":"half-closed"}';
     const { answers, error } = await exchange(
-      Buffer.from(`POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      Buffer.from(
+        `POST /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      ),
       { halfClose: true },
     );
     expect(error).toBeUndefined();
@@ -257,4 +355,3 @@ describe("regressions found by the hostile-input properties", () => {
     model.set(434343n, { name: "half-closed", tag: undefined });
   });
 });
-

@@ -6,7 +6,12 @@ import { ErrorCodes, errorCodeName, INT64_MAX, INT64_MIN } from "@plantstore/sch
  * the `Error` body (`application/json`, keys `error` and `message` only) with a catalogued code
  * whose status is the answer's status. Returns what is wrong, or undefined.
  */
-export function answerProblem(method: string, status: number, headers: Record<string, string | string[] | undefined>, text: string): string | undefined {
+export function answerProblem(
+  method: string,
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  text: string,
+): string | undefined {
   if (!Number.isInteger(status) || status < 100) return `no status line (${status})`;
   if (status >= 500) return `a ${status}: ${text}`;
   if (status < 300 || method === "HEAD") return undefined;
@@ -18,13 +23,15 @@ export function answerProblem(method: string, status: number, headers: Record<st
   } catch {
     return `${status} with a body that is not JSON: ${text}`;
   }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return `${status} body is not an object: ${text}`;
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    return `${status} body is not an object: ${text}`;
   const keys = Object.keys(body).sort().join(",");
   if (keys !== "error,message") return `${status} body has keys ${keys}: ${text}`;
   const { error, message } = body as { error: unknown; message: unknown };
   const name = typeof error === "number" ? errorCodeName(error) : undefined;
   if (name === undefined) return `${status} with an uncatalogued code ${String(error)}`;
-  if (ErrorCodes[name].status !== status) return `${status} with code ${String(error)}, which belongs to ${ErrorCodes[name].status}`;
+  if (ErrorCodes[name].status !== status)
+    return `${status} with code ${String(error)}, which belongs to ${ErrorCodes[name].status}`;
   if (typeof message !== "string" || message.length === 0) return `${status} with an empty message`;
   return undefined;
 }
@@ -33,7 +40,17 @@ export function answerProblem(method: string, status: number, headers: Record<st
 const oddText = fc.oneof(
   fc.string({ minLength: 1, maxLength: 20 }),
   fc.string({ minLength: 1, maxLength: 20, unit: "binary" }),
-  fc.constantFrom("é", "🌿", "\u200f\u202e", "e\u0301", "\ufeff", "\uffff", "\ud83c\udf3f", "a".repeat(256), "多肉植物"),
+  fc.constantFrom(
+    "é",
+    "🌿",
+    "\u200f\u202e",
+    "e\u0301",
+    "\ufeff",
+    "\uffff",
+    "\ud83c\udf3f",
+    "a".repeat(256),
+    "多肉植物",
+  ),
 );
 
 /** Any int64, with the edges and the region above 2^53 well represented. */
@@ -57,8 +74,14 @@ export const validPlant: fc.Arbitrary<PlantFields> = fc.record({
 /** Extra members that must be ignored (never stored, never echoed), prototype-ish ones included. */
 const extraMembers = fc.array(
   fc.tuple(
-    fc.oneof(fc.constantFrom("__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "password"), fc.string({ maxLength: 10 })),
-    fc.oneof(fc.json({ maxDepth: 2 }), fc.constantFrom('{"id":1,"name":"x"}', '{"prototype":{"name":"polluted"}}', "null")),
+    fc.oneof(
+      fc.constantFrom("__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "password"),
+      fc.string({ maxLength: 10 }),
+    ),
+    fc.oneof(
+      fc.json({ maxDepth: 2 }),
+      fc.constantFrom('{"id":1,"name":"x"}', '{"prototype":{"name":"polluted"}}', "null"),
+    ),
   ),
   { maxLength: 4 },
 );
@@ -70,15 +93,39 @@ export const validPlantBody: fc.Arbitrary<{ plant: PlantFields; body: string }> 
     const own = [`"id":${plant.id}`, `"name":${JSON.stringify(plant.name)}`];
     if (plant.tag !== undefined) own.push(`"tag":${JSON.stringify(plant.tag)}`);
     // Extras never reuse our own keys here: duplicates are exercised on their own below.
-    const others = extras.filter(([key]) => !["id", "name", "tag"].includes(key)).map(([key, value]) => `${JSON.stringify(key)}:${value}`);
+    const others = extras
+      .filter(([key]) => !["id", "name", "tag"].includes(key))
+      .map(([key, value]) => `${JSON.stringify(key)}:${value}`);
     const members = extrasFirst ? [...others, ...own] : [...own, ...others];
     return { plant, body: `{${members.join(",")}}` };
   });
 
 const numberLiterals = fc.oneof(
   fc.constantFrom(
-    "1e400", "-1e400", "9223372036854775808", "-9223372036854775809", "99999999999999999999999999999999", "-0", "0.0", "1.0",
-    "1e3", "1E+2", "0x10", "01", "+1", ".5", "NaN", "Infinity", "-Infinity", "1_000", "١٢", "\"7\"", "true", "null", "[]", "{}",
+    "1e400",
+    "-1e400",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "99999999999999999999999999999999",
+    "-0",
+    "0.0",
+    "1.0",
+    "1e3",
+    "1E+2",
+    "0x10",
+    "01",
+    "+1",
+    ".5",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1_000",
+    "١٢",
+    '"7"',
+    "true",
+    "null",
+    "[]",
+    "{}",
   ),
   fc.double().map((d) => (Number.isFinite(d) ? String(d) : "0")),
   fc.bigInt().map(String),
@@ -135,15 +182,30 @@ export const hostileBody: fc.Arbitrary<Buffer> = fc.oneof(
   fc.integer({ min: 257, max: 15_000 }).map((n) => bytesOf(`{"id":2,"name":"${"n".repeat(n)}"}`)),
   fc.integer({ min: 16_385, max: 40_000 }).map((n) => bytesOf(`{"id":3,"name":"x","pad":"${"p".repeat(n)}"}`)),
   // Lone surrogates and NUL, escaped and raw.
-  fc.constantFrom('"\\ud800"', '"\\udfff"', '"a\\ud83c"', '"\\u0000"', '"a\\u0000b"', '"\u0000"', '"\ud800"', '"\\uDEAD\\uBEEF"').map((name) =>
-    bytesOf(`{"id":4,"name":${name},"tag":${name}}`),
-  ),
+  fc
+    .constantFrom(
+      '"\\ud800"',
+      '"\\udfff"',
+      '"a\\ud83c"',
+      '"\\u0000"',
+      '"a\\u0000b"',
+      '"\u0000"',
+      '"\ud800"',
+      '"\\uDEAD\\uBEEF"',
+    )
+    .map((name) => bytesOf(`{"id":4,"name":${name},"tag":${name}}`)),
   // Duplicate keys.
-  fc.tuple(validPlant, validPlant).map(([a, b]) =>
-    bytesOf(`{"id":${a.id},"name":${JSON.stringify(a.name)},"id":${b.id},"name":${JSON.stringify(b.name)},"name":${JSON.stringify(a.name)}}`),
-  ),
+  fc
+    .tuple(validPlant, validPlant)
+    .map(([a, b]) =>
+      bytesOf(
+        `{"id":${a.id},"name":${JSON.stringify(a.name)},"id":${b.id},"name":${JSON.stringify(b.name)},"name":${JSON.stringify(a.name)}}`,
+      ),
+    ),
   // Prototype keys carrying a whole plant.
-  fc.constantFrom("__proto__", "constructor", "prototype").map((key) => bytesOf(`{"${key}":{"id":5,"name":"proto","tag":"x"}}`)),
+  fc
+    .constantFrom("__proto__", "constructor", "prototype")
+    .map((key) => bytesOf(`{"${key}":{"id":5,"name":"proto","tag":"x"}}`)),
   // Text in other encodings, with and without their BOM.
   validPlantBody.map(({ body }) => Buffer.from(`\ufeff${body}`, "utf16le")),
   validPlantBody.map(({ body }) => Buffer.from(body, "latin1")),
@@ -179,17 +241,68 @@ export const oddContentType = fc.oneof(
 );
 
 export const oddMethod = fc.oneof(
-  fc.constantFrom("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "PROPFIND", "MKCOL", "M-SEARCH", "PURGE", "QUERY", "SEARCH", "LINK", "get", "Post"),
+  fc.constantFrom(
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "PATCH",
+    "DELETE",
+    "OPTIONS",
+    "TRACE",
+    "CONNECT",
+    "PROPFIND",
+    "MKCOL",
+    "M-SEARCH",
+    "PURGE",
+    "QUERY",
+    "SEARCH",
+    "LINK",
+    "get",
+    "Post",
+  ),
   fc.stringMatching(/^[A-Z-]{1,12}$/),
 );
 
 export const oddPath = fc.oneof(
   fc.constantFrom(
-    "/plants", "/plants/", "/Plants", "//plants", "/plants//", "/plants/1", "/plants/-9223372036854775808", "/plants/9223372036854775808",
-    "/plants/%31", "/plants/%ff", "/plants/%", "/plants/..", "/plants/../plants", "/./plants", "/plants?", "/plants?limit=", "/plants?limit=0",
-    "/plants?limit=1001", "/plants?after=%zz", "/plants?tag=%ff%fe", "/plants?limit=1&limit=2", "/plants?__proto__=1", "/plants?constructor[prototype][x]=1",
-    "/plants#frag", "/plants;x=1", "/plants/1.0", "/plants/1e3", "/plants/0x10", "/plants/ 1", "*", "/openapi.json", "/healthz", "/readyz", "/metrics",
-    "/%2e%2e/etc/passwd", "/plants/%00", "/" + "a".repeat(8000),
+    "/plants",
+    "/plants/",
+    "/Plants",
+    "//plants",
+    "/plants//",
+    "/plants/1",
+    "/plants/-9223372036854775808",
+    "/plants/9223372036854775808",
+    "/plants/%31",
+    "/plants/%ff",
+    "/plants/%",
+    "/plants/..",
+    "/plants/../plants",
+    "/./plants",
+    "/plants?",
+    "/plants?limit=",
+    "/plants?limit=0",
+    "/plants?limit=1001",
+    "/plants?after=%zz",
+    "/plants?tag=%ff%fe",
+    "/plants?limit=1&limit=2",
+    "/plants?__proto__=1",
+    "/plants?constructor[prototype][x]=1",
+    "/plants#frag",
+    "/plants;x=1",
+    "/plants/1.0",
+    "/plants/1e3",
+    "/plants/0x10",
+    "/plants/ 1",
+    "*",
+    "/openapi.json",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/%2e%2e/etc/passwd",
+    "/plants/%00",
+    "/" + "a".repeat(8000),
   ),
   fc.webPath(),
   fc.webPath().map((p) => `/plants${p}`),

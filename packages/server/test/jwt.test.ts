@@ -18,7 +18,12 @@ async function rsaKey(kid: string): Promise<KeyPair> {
 }
 
 /** A real JWKS endpoint on an ephemeral port: serves whatever keys the test sets, and counts fetches. */
-async function startJwksServer(): Promise<{ url: string; setKeys(keys: JWK[]): void; fetches(): number; close(): Promise<void> }> {
+async function startJwksServer(): Promise<{
+  url: string;
+  setKeys(keys: JWK[]): void;
+  fetches(): number;
+  close(): Promise<void>;
+}> {
   let keys: JWK[] = [];
   let fetches = 0;
   const server: Server = createServer((req, res) => {
@@ -90,7 +95,8 @@ describe("JWT bearer tokens verified against a JWKS", () => {
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: `{"id":${nextId++},"name":"Fern"}`,
     });
-  const list = (token: string) => server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
+  const list = (token: string) =>
+    server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
   const signA = (claims: JWTPayload = base()) => sign(claims, keyA.privateKey, { alg: "RS256", kid: keyA.kid });
 
   it("accepts a valid token: creates, lists, and whoami names its subject, client, scopes and expiry", async () => {
@@ -120,7 +126,9 @@ describe("JWT bearer tokens verified against a JWKS", () => {
     const token = await signA(base({ scope: "plants:read" }));
     const response = await create(token);
     expectErrorShape(response, 403, 40300);
-    expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"');
+    expect(response.headers["www-authenticate"]).toBe(
+      'Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"',
+    );
     expect((await list(token)).status).toBe(200);
   });
 
@@ -206,14 +214,17 @@ describe("JWKS fetching limits", () => {
     const [keyA, keyB] = await Promise.all([rsaKey("a"), rsaKey("b")]);
     const jwks = await startJwksServer();
     jwks.setKeys([keyA.jwk]);
-    await using server = await startTestServer({ jwt: jwtConfig({ jwksUrl: jwks.url, cooldownMs: 60_000, maxAgeMs: 300_000 }) });
+    await using server = await startTestServer({
+      jwt: jwtConfig({ jwksUrl: jwks.url, cooldownMs: 60_000, maxAgeMs: 300_000 }),
+    });
     try {
       const post = async (token: string) =>
         (await server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } })).status;
       expect(await post(await sign(base(), keyA.privateKey, { alg: "RS256", kid: "a" }))).toBe(200);
       expect(jwks.fetches()).toBe(1);
       jwks.setKeys([keyA.jwk, keyB.jwk]);
-      for (let i = 0; i < 5; i++) expect(await post(await sign(base(), keyB.privateKey, { alg: "RS256", kid: `random-${i}` }))).toBe(401);
+      for (let i = 0; i < 5; i++)
+        expect(await post(await sign(base(), keyB.privateKey, { alg: "RS256", kid: `random-${i}` }))).toBe(401);
       expect(jwks.fetches()).toBe(1);
     } finally {
       await jwks.close();
@@ -246,7 +257,8 @@ describe("JWT bearer tokens verified with a shared secret (HS256)", () => {
   });
   const status = async (token: string) =>
     (await server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } })).status;
-  const hmac = (claims: JWTPayload, secret = SECRET, alg = "HS256") => sign(claims, new TextEncoder().encode(secret), { alg });
+  const hmac = (claims: JWTPayload, secret = SECRET, alg = "HS256") =>
+    sign(claims, new TextEncoder().encode(secret), { alg });
 
   it("accepts HS256, HS384 and HS512 with the secret", async () => {
     for (const alg of ["HS256", "HS384", "HS512"]) expect(await status(await hmac(base(), SECRET, alg))).toBe(200);

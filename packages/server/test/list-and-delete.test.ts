@@ -2,7 +2,14 @@ import { Agent, request } from "node:http";
 import { encodePageCursor as cursor } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkAnswer } from "@plantstore/test-support/response-contract";
-import { contractsAt, expectErrorShape, startTestServer, TOKEN, type TestResponse, type TestServer } from "./harness.ts";
+import {
+  contractsAt,
+  expectErrorShape,
+  startTestServer,
+  TOKEN,
+  type TestResponse,
+  type TestServer,
+} from "./harness.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -41,7 +48,14 @@ async function createMany(ids: bigint[], tag?: string, concurrency = 32): Promis
       const body = `{"id":${id},"name":"p${id}"${tag === undefined ? "" : `,"tag":"${tag}"`}}`;
       const status = await new Promise<number>((resolve, reject) => {
         const req = request(
-          { host: url.hostname, port: url.port, path: "/plants", method: "POST", agent, headers: { ...auth, "content-type": "application/json" } },
+          {
+            host: url.hostname,
+            port: url.port,
+            path: "/plants",
+            method: "POST",
+            agent,
+            headers: { ...auth, "content-type": "application/json" },
+          },
           (res) => {
             let text = "";
             res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
@@ -49,7 +63,13 @@ async function createMany(ids: bigint[], tag?: string, concurrency = 32): Promis
               const status = res.statusCode ?? 0;
               const contentType = res.headers["content-type"] ?? null;
               try {
-                checkAnswer(contractsAt(server.url), { method: "POST", path: "/plants", status, contentType, body: text });
+                checkAnswer(contractsAt(server.url), {
+                  method: "POST",
+                  path: "/plants",
+                  status,
+                  contentType,
+                  body: text,
+                });
                 resolve(status);
               } catch (error) {
                 reject(error);
@@ -77,8 +97,15 @@ describe("GET /plants", () => {
   });
 
   it("lists ids exactly across the int64 range, ordered by id, with tag only when set", async () => {
-    const extremes = ["-9223372036854775808", "-9223372036854775807", "9007199254740993", "9223372036854775806", "9223372036854775807"];
-    for (const id of extremes) expect((await server.createRaw(`{"id":${id},"name":"edge ${id}","tag":"edge"}`)).status).toBe(200);
+    const extremes = [
+      "-9223372036854775808",
+      "-9223372036854775807",
+      "9007199254740993",
+      "9223372036854775806",
+      "9223372036854775807",
+    ];
+    for (const id of extremes)
+      expect((await server.createRaw(`{"id":${id},"name":"edge ${id}","tag":"edge"}`)).status).toBe(200);
     expect((await server.createRaw('{"id":0,"name":"untagged"}')).status).toBe(200);
     const response = await list("?tag=edge");
     expect(response.status).toBe(200);
@@ -101,15 +128,26 @@ describe("GET /plants", () => {
     expectErrorShape(await list("?limit=1&limit=2"), 400, 40005);
   });
 
-  it.each([["9223372036854775808"], ["-9223372036854775809"], ["+1"], ["01"], ["1.0"], ["x"], [""], ["v1."], ["v1.AAAAAAAAAAd"], ["v2.AAAAAAAAAAc"]])(
-    "refuses after=%j with 400 (40005)",
-    async (after) => {
-      expectErrorShape(await list(`?after=${encodeURIComponent(after)}`), 400, 40005);
-    },
-  );
+  it.each([
+    ["9223372036854775808"],
+    ["-9223372036854775809"],
+    ["+1"],
+    ["01"],
+    ["1.0"],
+    ["x"],
+    [""],
+    ["v1."],
+    ["v1.AAAAAAAAAAd"],
+    ["v2.AAAAAAAAAAc"],
+  ])("refuses after=%j with 400 (40005)", async (after) => {
+    expectErrorShape(await list(`?after=${encodeURIComponent(after)}`), 400, 40005);
+  });
 
   it("accepts limit 1 and 1000, and defaults to 100", async () => {
-    await createMany(Array.from({ length: 150 }, (_, i) => BigInt(1_000_000 + i)), "bulk");
+    await createMany(
+      Array.from({ length: 150 }, (_, i) => BigInt(1_000_000 + i)),
+      "bulk",
+    );
     expect(idsOf(await list("?tag=bulk&limit=1"))).toHaveLength(1);
     expect(idsOf(await list("?tag=bulk&limit=1000"))).toHaveLength(150);
     const firstPage = await list("?tag=bulk");
@@ -118,7 +156,10 @@ describe("GET /plants", () => {
   });
 
   it("has no Link when the last page is exactly full, and one when a single plant more follows", async () => {
-    await createMany(Array.from({ length: 10 }, (_, i) => BigInt(500_000 + i)), "exact");
+    await createMany(
+      Array.from({ length: 10 }, (_, i) => BigInt(500_000 + i)),
+      "exact",
+    );
     const full = await list("?tag=exact&limit=10");
     expect(idsOf(full)).toHaveLength(10);
     expect(full.headers["link"]).toBeUndefined();
@@ -135,7 +176,10 @@ describe("GET /plants", () => {
   });
 
   it("answers at most 1000 with limit=1000, and a Link when more follow", async () => {
-    await createMany(Array.from({ length: 1001 }, (_, i) => BigInt(600_000 + i)), "kilo");
+    await createMany(
+      Array.from({ length: 1001 }, (_, i) => BigInt(600_000 + i)),
+      "kilo",
+    );
     const first = await list("?tag=kilo&limit=1000");
     expect(idsOf(first)).toHaveLength(1000);
     expect(nextQuery(first)).toBe(`?limit=1000&after=${cursor(600_999n)}&tag=kilo`);
@@ -147,7 +191,8 @@ describe("GET /plants", () => {
   it("takes the Link's opaque cursor and the decimal id of the last plant seen alike", async () => {
     // Above 2^53, where a double cannot tell 2^53 + 11 from 2^53 + 12: the cursor still can.
     const ids = [2n ** 53n + 10n, 2n ** 53n + 11n, 2n ** 53n + 12n, 2n ** 53n + 13n];
-    for (const id of ids) expect((await server.createRaw(`{"id":${id},"name":"p","tag":"both-forms"}`)).status).toBe(200);
+    for (const id of ids)
+      expect((await server.createRaw(`{"id":${id},"name":"p","tag":"both-forms"}`)).status).toBe(200);
     const first = await list("?tag=both-forms&limit=2");
     expect(idsOf(first)).toEqual(ids.slice(0, 2));
     expect(nextQuery(first)).toBe(`?limit=2&after=${cursor(2n ** 53n + 11n)}&tag=both-forms`);
@@ -226,7 +271,7 @@ describe("DELETE /plants/{id}", () => {
     await server.createRaw(`{"id":${id},"name":"x"}`);
     await server.createRaw(`{"id":${neighbour},"name":"y"}`);
     expect((await remove(id)).status).toBe(204);
-    expect((await server.store.get(BigInt(id)))).toBeUndefined();
+    expect(await server.store.get(BigInt(id))).toBeUndefined();
     expect((await server.store.get(BigInt(neighbour)))?.name).toBeDefined();
   });
 

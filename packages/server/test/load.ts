@@ -18,13 +18,16 @@ export type Outcome =
       responseStarted: boolean;
     };
 
-const NAME_PARTS = ["Fern", "Moss", "Ivy", "Sage", "é", "🌿", "多肉", "  ", "\"q\"", "\\", "a"];
+const NAME_PARTS = ["Fern", "Moss", "Ivy", "Sage", "é", "🌿", "多肉", "  ", '"q"', "\\", "a"];
 
 /** A random plant with an id anywhere in int64 (above 2^53 too), an odd-ish name and maybe a tag. */
 export function randomPlant(random: () => number = Math.random): SentPlant {
   const high = BigInt(Math.floor(random() * 2 ** 31)) * (random() < 0.5 ? 1n : -1n);
   const id = (high << 32n) | BigInt(Math.floor(random() * 2 ** 32));
-  const name = Array.from({ length: 1 + Math.floor(random() * 4) }, () => NAME_PARTS[Math.floor(random() * NAME_PARTS.length)]).join("");
+  const name = Array.from(
+    { length: 1 + Math.floor(random() * 4) },
+    () => NAME_PARTS[Math.floor(random() * NAME_PARTS.length)],
+  ).join("");
   const tag = random() < 0.5 ? undefined : `t${Math.floor(random() * 1000)}`;
   const fields = `"name":${JSON.stringify(name)}${tag === undefined ? "" : `,"tag":${JSON.stringify(tag)}`}`;
   return { id, name, tag, body: `{"id":${id},${fields}}`, answer: `{${fields}}` };
@@ -48,7 +51,11 @@ export function postPlant(url: string, token: string, agent: Agent, plant: SentP
       {
         method: "POST",
         agent,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(plant.body) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(plant.body),
+        },
       },
       (res) => {
         responseStarted = true;
@@ -60,7 +67,13 @@ export function postPlant(url: string, token: string, agent: Agent, plant: SentP
           const text = Buffer.concat(chunks).toString("utf8");
           const contentType = res.headers["content-type"] ?? null;
           try {
-            checkAnswer(contractsAt(url), { method: "POST", path: "/plants", status: res.statusCode ?? 0, contentType, body: text });
+            checkAnswer(contractsAt(url), {
+              method: "POST",
+              path: "/plants",
+              status: res.statusCode ?? 0,
+              contentType,
+              body: text,
+            });
           } catch (error) {
             settled = true;
             reject(error);
@@ -75,14 +88,28 @@ export function postPlant(url: string, token: string, agent: Agent, plant: SentP
             at: Date.now(),
           });
         });
-        res.on("aborted", () => settle({ kind: "failed", plant, code: "ABORTED", reusedSocket: req.reusedSocket, responseStarted: true }));
+        res.on("aborted", () =>
+          settle({ kind: "failed", plant, code: "ABORTED", reusedSocket: req.reusedSocket, responseStarted: true }),
+        );
         res.on("error", (error: NodeJS.ErrnoException) =>
-          settle({ kind: "failed", plant, code: error.code ?? error.message, reusedSocket: req.reusedSocket, responseStarted: true }),
+          settle({
+            kind: "failed",
+            plant,
+            code: error.code ?? error.message,
+            reusedSocket: req.reusedSocket,
+            responseStarted: true,
+          }),
         );
       },
     );
     req.on("error", (error: NodeJS.ErrnoException) =>
-      settle({ kind: "failed", plant, code: error.code ?? error.message, reusedSocket: req.reusedSocket, responseStarted }),
+      settle({
+        kind: "failed",
+        plant,
+        code: error.code ?? error.message,
+        reusedSocket: req.reusedSocket,
+        responseStarted,
+      }),
     );
     req.end(plant.body);
   });

@@ -40,7 +40,11 @@ async function sample(server: TestServer, series: string): Promise<number | unde
 
 describe("webhook metrics", () => {
   it("report the outbox depth, every attempt and each delivery's final outcome", async () => {
-    const server = await startTestServer({ metrics: "public", webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 20 });
+    const server = await startTestServer({
+      metrics: "public",
+      webhookAllowedHosts: ["127.0.0.1"],
+      webhookRetryBaseMs: 20,
+    });
     cleanups.push(() => server.close());
     // The receiver is down at first: the plants wait in the outbox.
     const port = await freePort();
@@ -48,14 +52,24 @@ describe("webhook metrics", () => {
     for (const id of [1, 2, 3]) expect((await server.createRaw(`{"id":${id},"name":"p${id}"}`)).status).toBe(200);
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(3);
     let failed: number | undefined;
-    await until(() => (failed ?? 0) >= 3, 10_000, () => "failed attempts", async () => {
-      failed = await sample(server, 'plantstore_webhook_attempts_total{outcome="failed_attempt"}');
-    });
+    await until(
+      () => (failed ?? 0) >= 3,
+      10_000,
+      () => "failed attempts",
+      async () => {
+        failed = await sample(server, 'plantstore_webhook_attempts_total{outcome="failed_attempt"}');
+      },
+    );
     await receiverOn(port, 204);
     let delivered: number | undefined;
-    await until(() => delivered === 3, 15_000, () => `three deliveries (${delivered})`, async () => {
-      delivered = await sample(server, 'plantstore_webhook_deliveries_total{outcome="delivered"}');
-    });
+    await until(
+      () => delivered === 3,
+      15_000,
+      () => `three deliveries (${delivered})`,
+      async () => {
+        delivered = await sample(server, 'plantstore_webhook_deliveries_total{outcome="delivered"}');
+      },
+    );
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(0);
     expect(await sample(server, 'plantstore_webhook_attempts_total{outcome="delivered"}')).toBe(3);
   });
@@ -67,9 +81,14 @@ describe("webhook metrics", () => {
     subscribe(server, `http://127.0.0.1:${port}/hook`);
     expect((await server.createRaw('{"id":4,"name":"gone"}')).status).toBe(200);
     let gone: number | undefined;
-    await until(() => gone === 1, 10_000, () => "the gone outcome", async () => {
-      gone = await sample(server, 'plantstore_webhook_deliveries_total{outcome="gone"}');
-    });
+    await until(
+      () => gone === 1,
+      10_000,
+      () => "the gone outcome",
+      async () => {
+        gone = await sample(server, 'plantstore_webhook_deliveries_total{outcome="gone"}');
+      },
+    );
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(0);
   });
 });

@@ -21,7 +21,12 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString("utf8").split("\n").filter((l) => l.length > 0));
+      lines.push(
+        ...chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((l) => l.length > 0),
+      );
       done();
     },
   });
@@ -53,11 +58,14 @@ describe("request ids", () => {
     expect(line).toMatchObject({ method: "POST", route: "/plants", status: 200, msg: "request" });
   });
 
-  it.each([["has spaces"], ["x".repeat(129)], ["<script>"], ['quo"te']])("replaces an unsafe id %j with a new UUID", async (id) => {
-    const { post } = await serverWithLogs();
-    const response = await post('{"id":2,"name":"a"}', { "x-request-id": id });
-    expect(response.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
-  });
+  it.each([["has spaces"], ["x".repeat(129)], ["<script>"], ['quo"te']])(
+    "replaces an unsafe id %j with a new UUID",
+    async (id) => {
+      const { post } = await serverWithLogs();
+      const response = await post('{"id":2,"name":"a"}', { "x-request-id": id });
+      expect(response.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    },
+  );
 
   it("puts a request id on every line written while serving requests", async () => {
     const { lines, post, running } = await serverWithLogs();
@@ -84,7 +92,11 @@ describe("logs never carry secrets", () => {
     await post(`{"id":5,"name":"a","password":"${secretField}"}`);
     await post(`{"id":"bad","name":"${secretField}"}`);
     await post('{"id":6,"name":"a"}', { authorization: `Bearer ${wrongToken}` });
-    await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${wrongToken}` } });
+    await rawRequest(running.url, {
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${wrongToken}` },
+    });
     await running.store.close();
     await post(`{"id":7,"name":"${secretField}"}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -106,7 +118,11 @@ describe("logs never carry secrets", () => {
     receiver.listen(0, "127.0.0.1");
     await once(receiver, "listening");
     cleanups.push(() => new Promise<void>((r) => receiver.close(() => r())));
-    const { lines, post, running, databaseUrl } = await serverWithLogs({ logLevel: "trace", webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 10 });
+    const { lines, post, running, databaseUrl } = await serverWithLogs({
+      logLevel: "trace",
+      webhookAllowedHosts: ["127.0.0.1"],
+      webhookRetryBaseMs: 10,
+    });
     const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook?key=receiver-url-token-99`;
     const added = spawnSync(process.execPath, [BIN, "webhooks", "add", hook, "--secret", secret], {
       env: { ...process.env, DATABASE_URL: databaseUrl, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" },
@@ -126,9 +142,30 @@ describe("logs never carry secrets", () => {
       [413, post(`{"id":22,"name":"a","password":"${bodySecret.repeat(1000)}"}`)],
       [415, post(`{"id":23,"name":"${bodySecret}"}`, { "content-type": "text/plain" })],
       [401, post(`{"id":24,"name":"${bodySecret}"}`, { authorization: `Bearer ${wrongToken}` })],
-      [404, rawRequest(running.url, { method: "GET", path: `/${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}` } })],
-      [400, rawRequest(running.url, { method: "GET", path: `/plants?limit=${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}` } })],
-      [200, rawRequest(running.url, { method: "GET", path: `/plants?tag=${bodySecret}`, headers: { authorization: `Bearer ${TOKEN}`, "x-request-id": `${bodySecret} x` } })],
+      [
+        404,
+        rawRequest(running.url, {
+          method: "GET",
+          path: `/${bodySecret}`,
+          headers: { authorization: `Bearer ${TOKEN}` },
+        }),
+      ],
+      [
+        400,
+        rawRequest(running.url, {
+          method: "GET",
+          path: `/plants?limit=${bodySecret}`,
+          headers: { authorization: `Bearer ${TOKEN}` },
+        }),
+      ],
+      [
+        200,
+        rawRequest(running.url, {
+          method: "GET",
+          path: `/plants?tag=${bodySecret}`,
+          headers: { authorization: `Bearer ${TOKEN}`, "x-request-id": `${bodySecret} x` },
+        }),
+      ],
     ];
     for (const [status, response] of refusals) expect((await response).status).toBe(status);
     // And the 5xx path: the database goes away under a request that carries the secret.
@@ -139,7 +176,14 @@ describe("logs never carry secrets", () => {
     const all = lines.join("\n");
     expect(lines.some((l) => l.includes('"msg":"webhook attempt failed"'))).toBe(true);
     expect(lines.some((l) => l.includes('"msg":"request failed"'))).toBe(true);
-    for (const leaked of [TOKEN, wrongToken, bodySecret, secret, secret.slice("whsec_".length), "receiver-url-token-99"]) {
+    for (const leaked of [
+      TOKEN,
+      wrongToken,
+      bodySecret,
+      secret,
+      secret.slice("whsec_".length),
+      "receiver-url-token-99",
+    ]) {
       expect(all).not.toContain(leaked);
     }
   });
@@ -159,7 +203,9 @@ describe("GET /metrics", () => {
     expect(response.status).toBe(200);
     expect(response.headers["content-type"]).toMatch(/^text\/plain/);
     expect(response.text).toMatch(/plantstore_http_requests_total\{route="\/plants",method="POST",status="200"\} 1/);
-    expect(response.text).toMatch(/plantstore_http_request_duration_seconds_bucket\{le="0.0005",route="\/plants",method="POST"\}/);
+    expect(response.text).toMatch(
+      /plantstore_http_request_duration_seconds_bucket\{le="0.0005",route="\/plants",method="POST"\}/,
+    );
     expect(response.text).toMatch(/plantstore_store_batch_size_count 1/);
     expect(response.text).toMatch(/plantstore_store_commit_duration_seconds_count 1/);
     expect(response.text).not.toContain(TOKEN);
@@ -185,7 +231,11 @@ describe("GET /metrics", () => {
     const response = await rawRequest(running.metricsUrl!, { method: "GET", path: "/metrics" });
     expect(response.status).toBe(200);
     expect(response.text).toContain("plantstore_http_requests_total");
-    expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } }), 404, 40400);
+    expectErrorShape(
+      await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } }),
+      404,
+      40400,
+    );
   });
 });
 

@@ -21,8 +21,10 @@ const create = (token: string) =>
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: `{"id":${nextId++},"name":"Fern"}`,
   });
-const list = (token: string) => server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
-const whoami = (token: string) => server.send({ method: "GET", path: "/whoami", headers: { authorization: `Bearer ${token}` } });
+const list = (token: string) =>
+  server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
+const whoami = (token: string) =>
+  server.send({ method: "GET", path: "/whoami", headers: { authorization: `Bearer ${token}` } });
 
 const INVALID = 'Bearer realm="plantstore", error="invalid_token"';
 
@@ -126,7 +128,9 @@ describe("issued API tokens (ps_…)", () => {
     const { token } = await issueToken(databaseUrlOf(server), { scopes: ["plants:read"] });
     const response = await create(token);
     expectErrorShape(response, 403, 40300);
-    expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"');
+    expect(response.headers["www-authenticate"]).toBe(
+      'Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"',
+    );
     expect((await list(token)).status).toBe(200);
     const deleted = await server.send({
       method: "DELETE",
@@ -141,7 +145,9 @@ describe("issued API tokens (ps_…)", () => {
     const { token } = await issueToken(databaseUrlOf(server), { scopes: ["plants:write"] });
     const response = await list(token);
     expectErrorShape(response, 403, 40300);
-    expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="insufficient_scope", scope="plants:read"');
+    expect(response.headers["www-authenticate"]).toBe(
+      'Bearer realm="plantstore", error="insufficient_scope", scope="plants:read"',
+    );
     expect((await create(token)).status).toBe(200);
   });
 
@@ -167,7 +173,13 @@ describe("GET /whoami", () => {
     const { id, token } = await issueToken(databaseUrlOf(server), { name: "who", scopes: ["plants:read"], expiresAt });
     const response = await whoami(token);
     expect(response.status).toBe(200);
-    expect(response.json).toEqual({ kind: "opaque", id, name: "who", scopes: ["plants:read"], expiresAt: new Date(expiresAt).toISOString() });
+    expect(response.json).toEqual({
+      kind: "opaque",
+      id,
+      name: "who",
+      scopes: ["plants:read"],
+      expiresAt: new Date(expiresAt).toISOString(),
+    });
     expect(response.text).not.toContain(token.split("_")[2]);
   });
 

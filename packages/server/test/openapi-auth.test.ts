@@ -10,10 +10,16 @@ afterAll(async () => {
   await server.close();
 });
 
-type Response = { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }>; "x-error-codes"?: Array<{ error: number }> };
+type Response = {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema: unknown }>;
+  "x-error-codes"?: Array<{ error: number }>;
+};
 type Operation = { security?: unknown; responses: Record<string, Response> };
 
-const operation = (path: string, method: string) => (server.served.paths as unknown as Record<string, Record<string, Operation>>)[path]![method]!;
+const operation = (path: string, method: string) =>
+  (server.served.paths as unknown as Record<string, Record<string, Operation>>)[path]![method]!;
 
 describe("GET /openapi.json on authentication, scopes and rate limits", () => {
   it("names the scope each operation needs in its security requirement, keeping the global one", () => {
@@ -22,23 +28,37 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(operation("/plants", "get").security).toEqual([{ bearerAuth: ["plants:read"] }]);
     expect(operation("/plants/{id}", "delete").security).toEqual([{ bearerAuth: ["plants:write"] }]);
     expect(operation("/whoami", "get").security).toEqual([{ bearerAuth: [] }]);
-    const scheme = (server.served.components as unknown as { securitySchemes: { bearerAuth: Record<string, string> } }).securitySchemes.bearerAuth;
+    const scheme = (server.served.components as unknown as { securitySchemes: { bearerAuth: Record<string, string> } })
+      .securitySchemes.bearerAuth;
     expect(scheme).toMatchObject({ type: "http", scheme: "bearer" });
     expect(scheme["description"]).toMatch(/plants:read.*plants:write/s);
   });
 
   it("declares 401, 403 and 429 on every protected operation, with the Error body, codes and headers", () => {
-    for (const [path, method] of [["/plants", "post"], ["/plants", "get"], ["/plants/{id}", "delete"]] as const) {
+    for (const [path, method] of [
+      ["/plants", "post"],
+      ["/plants", "get"],
+      ["/plants/{id}", "delete"],
+    ] as const) {
       const responses = operation(path, method).responses;
       for (const status of ["401", "403", "429"]) {
-        expect(responses[status]?.content?.["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/Error" });
+        expect(responses[status]?.content?.["application/json"]?.schema).toEqual({
+          $ref: "#/components/schemas/Error",
+        });
       }
-      expect(responses["401"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.MISSING_TOKEN.error, ErrorCodes.INVALID_TOKEN.error]);
+      expect(responses["401"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([
+        ErrorCodes.MISSING_TOKEN.error,
+        ErrorCodes.INVALID_TOKEN.error,
+      ]);
       expect(responses["403"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.INSUFFICIENT_SCOPE.error]);
       expect(responses["429"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.RATE_LIMITED.error]);
       expect(Object.keys(responses["401"]?.headers ?? {})).toEqual(["WWW-Authenticate"]);
       expect(Object.keys(responses["403"]?.headers ?? {})).toEqual(["WWW-Authenticate"]);
-      expect(Object.keys(responses["429"]?.headers ?? {}).sort()).toEqual(["RateLimit", "RateLimit-Policy", "Retry-After"]);
+      expect(Object.keys(responses["429"]?.headers ?? {}).sort()).toEqual([
+        "RateLimit",
+        "RateLimit-Policy",
+        "Retry-After",
+      ]);
     }
   });
 

@@ -15,10 +15,24 @@ type Operation = {
   operationId: string;
   parameters?: Array<{ in: string; name: string; required?: boolean; schema: Json }>;
   requestBody?: { required?: boolean; content: Record<string, { schema: Json }> };
-  responses: Record<string, { description: string; headers?: Record<string, Json>; content?: Record<string, { schema: Json }>; "x-error-codes"?: Array<{ error: number }> }>;
+  responses: Record<
+    string,
+    {
+      description: string;
+      headers?: Record<string, Json>;
+      content?: Record<string, { schema: Json }>;
+      "x-error-codes"?: Array<{ error: number }>;
+    }
+  >;
 };
-const doc = () => server.served as unknown as { paths: Record<string, Record<string, Operation>>; webhooks: Record<string, Record<string, Operation>>; components: { schemas: Json } };
-const codes = (operation: Operation | undefined, status: string) => operation?.responses[status]?.["x-error-codes"]?.map((c) => c.error);
+const doc = () =>
+  server.served as unknown as {
+    paths: Record<string, Record<string, Operation>>;
+    webhooks: Record<string, Record<string, Operation>>;
+    components: { schemas: Json };
+  };
+const codes = (operation: Operation | undefined, status: string) =>
+  operation?.responses[status]?.["x-error-codes"]?.map((c) => c.error);
 
 describe("the served document describes GET /plants", () => {
   const list = () => doc().paths["/plants"]?.["get"];
@@ -26,12 +40,20 @@ describe("the served document describes GET /plants", () => {
   it("with its query: limit (1–1000, default 100), after (an opaque cursor, or an int64 id) and tag", () => {
     const parameters = Object.fromEntries((list()?.parameters ?? []).map((p) => [p.name, p]));
     expect(list()?.operationId).toBe("listPlants");
-    expect(parameters["limit"]).toMatchObject({ in: "query", schema: { type: "integer", format: "int32", minimum: 1, maximum: 1000, default: 100 } });
+    expect(parameters["limit"]).toMatchObject({
+      in: "query",
+      schema: { type: "integer", format: "int32", minimum: 1, maximum: 1000, default: 100 },
+    });
     // The cursor as text first, for callers whose JSON parser rounds ids; the int64 id still, for
     // clients generated from the document that had only it.
     expect(parameters["after"]).toMatchObject({
       in: "query",
-      schema: { anyOf: [{ type: "string", minLength: 1 }, { type: "integer", format: "int64" }] },
+      schema: {
+        anyOf: [
+          { type: "string", minLength: 1 },
+          { type: "integer", format: "int64" },
+        ],
+      },
     });
     expect(parameters["tag"]).toMatchObject({ in: "query", schema: { type: "string" } });
     for (const name of ["limit", "after", "tag"]) expect(parameters[name]?.required ?? false).toBe(false);
@@ -39,7 +61,10 @@ describe("the served document describes GET /plants", () => {
 
   it("answering an array of NewPlant with a Link header, or the Error body with 40005", () => {
     const ok = list()?.responses["200"];
-    expect(ok?.content?.["application/json"]?.schema).toEqual({ type: "array", items: { $ref: "#/components/schemas/NewPlant" } });
+    expect(ok?.content?.["application/json"]?.schema).toEqual({
+      type: "array",
+      items: { $ref: "#/components/schemas/NewPlant" },
+    });
     expect(ok?.headers?.["Link"]).toBeDefined();
     expect(codes(list(), "400")).toEqual([40005, 40000]);
     expect(codes(list(), "401")).toEqual([40100, 40101]);
@@ -52,7 +77,12 @@ describe("the served document describes DELETE /plants/{id}", () => {
   it("with a required int64 path id, 204 without a body, 404 (40401) and 400 (40005)", () => {
     expect(remove()?.operationId).toBe("deletePlant");
     expect(remove()?.parameters).toEqual([
-      expect.objectContaining({ in: "path", name: "id", required: true, schema: expect.objectContaining({ type: "integer", format: "int64" }) }),
+      expect.objectContaining({
+        in: "path",
+        name: "id",
+        required: true,
+        schema: expect.objectContaining({ type: "integer", format: "int64" }),
+      }),
     ]);
     expect(remove()?.responses["204"]).toBeDefined();
     expect(remove()?.responses["204"]?.content).toBeUndefined();
@@ -65,8 +95,13 @@ describe("the served document's webhooks section", () => {
   const hook = () => doc().webhooks?.["/plant/webhook"]?.["post"];
 
   it("describes /plant/webhook: a POST of a NewPlant, signed with the Standard Webhooks headers", () => {
-    expect(hook()?.requestBody).toEqual({ required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } } });
-    const headers = Object.fromEntries((hook()?.parameters ?? []).filter((p) => p.in === "header").map((p) => [p.name, p.required]));
+    expect(hook()?.requestBody).toEqual({
+      required: true,
+      content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
+    });
+    const headers = Object.fromEntries(
+      (hook()?.parameters ?? []).filter((p) => p.in === "header").map((p) => [p.name, p.required]),
+    );
     expect(headers).toEqual({ "webhook-id": true, "webhook-timestamp": true, "webhook-signature": true });
     expect(hook()?.responses["200"]).toBeDefined();
     expect(hook()?.responses["410"]).toBeDefined();

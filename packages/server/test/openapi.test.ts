@@ -29,7 +29,9 @@ function missingDetails(seed: unknown, served: unknown, path = "$"): string[] {
   if (typeof seed === "object" && seed !== null) {
     if (typeof served !== "object" || served === null) return [`${path}: expected an object`];
     return Object.entries(seed).flatMap(([key, value]) =>
-      key in served ? missingDetails(value, (served as Record<string, unknown>)[key], `${path}.${key}`) : [`${path}.${key}: missing`],
+      key in served
+        ? missingDetails(value, (served as Record<string, unknown>)[key], `${path}.${key}`)
+        : [`${path}.${key}: missing`],
     );
   }
   return seed === served ? [] : [`${path}: expected ${JSON.stringify(seed)}, got ${JSON.stringify(served)}`];
@@ -38,7 +40,8 @@ function missingDetails(seed: unknown, served: unknown, path = "$"): string[] {
 describe("the seed interface", () => {
   it("is vendored in @plantstore/test-support unchanged from ../shared/seed", () => {
     const vendored = readFileSync(vendoredSeedUrl, "utf8");
-    if (existsSync(sharedSeedUrl)) expect(JSON.parse(vendored)).toEqual(JSON.parse(readFileSync(sharedSeedUrl, "utf8")));
+    if (existsSync(sharedSeedUrl))
+      expect(JSON.parse(vendored)).toEqual(JSON.parse(readFileSync(sharedSeedUrl, "utf8")));
     expect(JSON.parse(vendored)).toEqual(seedDocument);
   });
 });
@@ -49,9 +52,13 @@ describe("GET /openapi.json", () => {
   });
 
   it("finds a difference when one is there (the comparison can fail)", () => {
-    const broken = structuredClone(server.served) as unknown as { components: { schemas: { Plant: { required: string[] } } } };
+    const broken = structuredClone(server.served) as unknown as {
+      components: { schemas: { Plant: { required: string[] } } };
+    };
     broken.components.schemas.Plant.required = [];
-    expect(missingDetails(seedDocument, broken)).toContain("$.components.schemas.Plant.required: missing required name");
+    expect(missingDetails(seedDocument, broken)).toContain(
+      "$.components.schemas.Plant.required: missing required name",
+    );
   });
 
   it("describes the interface: title, licence, version, global bearer auth", () => {
@@ -75,7 +82,9 @@ describe("GET /openapi.json", () => {
       components: { responses: Record<string, { content: unknown; "x-error-codes": Array<{ error: number }> }> };
     };
     const responses = doc.components.responses;
-    const codes = Object.fromEntries(Object.entries(responses).map(([name, r]) => [name, r["x-error-codes"].map((c) => c.error)]));
+    const codes = Object.fromEntries(
+      Object.entries(responses).map(([name, r]) => [name, r["x-error-codes"].map((c) => c.error)]),
+    );
     expect(codes).toEqual({
       RequestTimeout: [ErrorCodes.REQUEST_TIMEOUT.error],
       RequestHeaderFieldsTooLarge: [ErrorCodes.HEADERS_TOO_LARGE.error],
@@ -93,7 +102,8 @@ describe("GET /openapi.json", () => {
 
   it("says which paths answer outside the operations, and that others answer 404, or 405 with Allow", () => {
     const { description } = (server.served as unknown as { info: { description: string } }).info;
-    for (const path of ["/openapi.json", "/docs", "/healthz", "/readyz", "/metrics"]) expect(description).toContain(`\`${path}\``);
+    for (const path of ["/openapi.json", "/docs", "/healthz", "/readyz", "/metrics"])
+      expect(description).toContain(`\`${path}\``);
     expect(description).toMatch(/other path answers 404 .*40400/s);
     expect(description).toMatch(/405 .*40500.*`Allow`.*`HEAD` wherever `GET` is/s);
   });
@@ -116,7 +126,10 @@ describe("GET /openapi.json", () => {
   });
 
   it("lists the catalogue codes each status carries", () => {
-    const responses = server.served.paths["/plants"]?.["post"]?.responses as Record<string, { "x-error-codes": Array<{ error: number }> }>;
+    const responses = server.served.paths["/plants"]?.["post"]?.responses as Record<
+      string,
+      { "x-error-codes": Array<{ error: number }> }
+    >;
     expect(responses["409"]?.["x-error-codes"].map((c) => c.error)).toEqual([ErrorCodes.ID_CONFLICT.error]);
     expect(responses["400"]?.["x-error-codes"].map((c) => c.error)).toContain(ErrorCodes.VALIDATION_FAILED.error);
   });
@@ -133,21 +146,42 @@ describe("the response contract checker", () => {
   it("refuses a 200 whose body is not a Plant", () => {
     const contract = new ResponseContract("seed", seedDocument, { errorFallback: true });
     expect(() => contract.check("POST", "/plants", 200, "application/json", '{"tag":"x"}')).toThrow(/fails/);
-    expect(() => contract.check("POST", "/plants", 400, "application/json", '{"error":"x","message":"m"}')).toThrow(/fails/);
+    expect(() => contract.check("POST", "/plants", 400, "application/json", '{"error":"x","message":"m"}')).toThrow(
+      /fails/,
+    );
     expect(() => contract.check("POST", "/plants", 400, "text/plain", "oops")).toThrow(/Content-Type/);
   });
 
   it("checks a 408 or 431 against the shared response the operation refers to", () => {
     const contract = new ResponseContract("served", server.served, { errorFallback: false });
-    for (const [method, path] of [["GET", "/plants"], ["GET", "/whoami"], ["DELETE", "/plants/7"], ["POST", "/plants"]] as const) {
-      contract.check(method, path, 431, "application/json", '{"error":43100,"message":"the request headers are too large"}');
-      contract.check(method, path, 408, "application/json", '{"error":40800,"message":"the request did not arrive in time"}');
+    for (const [method, path] of [
+      ["GET", "/plants"],
+      ["GET", "/whoami"],
+      ["DELETE", "/plants/7"],
+      ["POST", "/plants"],
+    ] as const) {
+      contract.check(
+        method,
+        path,
+        431,
+        "application/json",
+        '{"error":43100,"message":"the request headers are too large"}',
+      );
+      contract.check(
+        method,
+        path,
+        408,
+        "application/json",
+        '{"error":40800,"message":"the request did not arrive in time"}',
+      );
       expect(() => contract.check(method, path, 431, "application/json", '{"message":"m"}')).toThrow(/fails/);
     }
   });
 
   it("refuses a status the served document does not declare", () => {
     const contract = new ResponseContract("served", server.served, { errorFallback: false });
-    expect(() => contract.check("POST", "/plants", 418, "application/json", '{"error":1,"message":"m"}')).toThrow(/does not declare/);
+    expect(() => contract.check("POST", "/plants", 418, "application/json", '{"error":1,"message":"m"}')).toThrow(
+      /does not declare/,
+    );
   });
 });

@@ -94,7 +94,9 @@ describe("POST /plants refuses bodies that are not one JSON object", () => {
       method: "POST",
       path: "/plants",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x37, 0x2c, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+      body: Buffer.from([
+        0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x37, 0x2c, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d,
+      ]),
     });
     expectErrorShape(response, 400, 40001);
   });
@@ -113,12 +115,18 @@ describe("POST /plants refuses bodies that are not one JSON object", () => {
 });
 
 describe("POST /plants refuses a body with a Content-Encoding (415, 41501)", () => {
-  it.each([["gzip"], ["deflate"], ["br"], ["identity, gzip"], ["x-custom"]])("refuses %s, naming identity in Accept-Encoding", async (coding) => {
-    const response = await server.createRaw('{"id":11,"name":"a"}', { "content-type": "application/json", "content-encoding": coding });
-    expectErrorShape(response, 415, 41501);
-    expect(response.headers["accept-encoding"]).toBe("identity");
-    expect(response.json).toMatchObject({ message: expect.stringContaining("identity") });
-  });
+  it.each([["gzip"], ["deflate"], ["br"], ["identity, gzip"], ["x-custom"]])(
+    "refuses %s, naming identity in Accept-Encoding",
+    async (coding) => {
+      const response = await server.createRaw('{"id":11,"name":"a"}', {
+        "content-type": "application/json",
+        "content-encoding": coding,
+      });
+      expectErrorShape(response, 415, 41501);
+      expect(response.headers["accept-encoding"]).toBe("identity");
+      expect(response.json).toMatchObject({ message: expect.stringContaining("identity") });
+    },
+  );
 
   it("refuses a gzip body rather than reading its bytes as JSON", async () => {
     const body = gzipSync('{"id":12,"name":"zipped"}');
@@ -131,10 +139,16 @@ describe("POST /plants refuses a body with a Content-Encoding (415, 41501)", () 
     expectErrorShape(response, 415, 41501);
   });
 
-  it.each([["identity"], ["IDENTITY"], [""]])("reads the body sent with Content-Encoding %j as it is", async (coding) => {
-    const response = await server.createRaw('{"id":13,"name":"plain"}', { "content-type": "application/json", "content-encoding": coding });
-    expect(response.status).toBe(200);
-  });
+  it.each([["identity"], ["IDENTITY"], [""]])(
+    "reads the body sent with Content-Encoding %j as it is",
+    async (coding) => {
+      const response = await server.createRaw('{"id":13,"name":"plain"}', {
+        "content-type": "application/json",
+        "content-encoding": coding,
+      });
+      expect(response.status).toBe(200);
+    },
+  );
 });
 
 describe("POST /plants refuses other content types (415, 41500)", () => {

@@ -31,7 +31,9 @@ describe("POST /plants with a valid NewPlant", () => {
   });
 
   it("ignores unknown fields: not stored, not echoed", async () => {
-    const response = await server.createRaw('{"id":3,"name":"Ivy","colour":"green","__proto__":{"x":1},"constructor":1}');
+    const response = await server.createRaw(
+      '{"id":3,"name":"Ivy","colour":"green","__proto__":{"x":1},"constructor":1}',
+    );
     expect(response.status).toBe(200);
     expect(response.text).toBe('{"name":"Ivy"}');
     expect(await storedRow(3n)).toEqual({ id: 3n, name: "Ivy", tag: null });

@@ -10,7 +10,9 @@ const STALE_AFTER_S = 6 * 60 * 60;
 export default async function setup(): Promise<void> {
   try {
     await withAdminClient(async (admin) => {
-      const { rows } = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [`${SCRATCH_PREFIX}%`]);
+      const { rows } = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [
+        `${SCRATCH_PREFIX}%`,
+      ]);
       const now = Math.floor(Date.now() / 1000);
       for (const { datname } of rows) {
         const created = Number(/^plantstore_test_(\d+)_/.exec(datname)?.[1] ?? now);

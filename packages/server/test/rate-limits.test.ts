@@ -14,7 +14,11 @@ import { databaseUrlOf, issueToken, startServerProcess, type ServerProcess } fro
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const get = (url: string, token?: string) =>
-  rawRequest(url, { method: "GET", path: "/plants", headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+  rawRequest(url, {
+    method: "GET",
+    path: "/plants",
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
 
 function expectRateLimited(response: TestResponse, policy: string, quota: number, window: number): number {
   expectErrorShape(response, 429, 42900);
@@ -51,7 +55,11 @@ describe("the per-token limit", () => {
     expect((await get(server.url, other.token)).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await get(server.url, TOKEN)).status).toBe(200);
 
-    const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
+    const metrics = await rawRequest(server.url, {
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="token"\} 2/);
 
     await sleep(retryAfter * 1000 + 100);
@@ -86,7 +94,11 @@ describe("the failed-authentication limit per client address", () => {
     expect((await get(server.url, token)).status).toBe(200);
     // Missing tokens are not guesses: still the plain 401.
     expectErrorShape(await get(server.url), 401, 40100);
-    const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
+    const metrics = await rawRequest(server.url, {
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(metrics.status).toBe(200);
     expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="auth_failures"\} 2/);
 
@@ -111,7 +123,10 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
   const authFailures = { name: "auth-failures", points: 3, windowSec: 60 };
 
   it("limits each X-Forwarded-For client separately: A's guesses are locked out, B's are not, valid tokens never", async () => {
-    await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures },
+    });
     const { token } = await issueToken(databaseUrlOf(server));
     const [a, b] = ["203.0.113.7", "198.51.100.9"];
     for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, a, `wrong-${i}`), 401, 40101);
@@ -127,11 +142,15 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
   });
 
   it("keys on the proxy's entry, not a spoofed one the client put left of it (`spoof, real`)", async () => {
-    await using server = await startTestServer({ trustedProxies: ["127.0.0.1"], rateLimits: { token: null, authFailures } });
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures },
+    });
     const { token } = await issueToken(databaseUrlOf(server));
     const real = "203.0.113.7";
     // A new spoofed entry on every guess buys no new allowance.
-    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, ${real}`, `wrong-${i}`), 401, 40101);
+    for (let i = 0; i < 3; i++)
+      expectErrorShape(await getVia(server.url, `198.51.100.${i}, ${real}`, `wrong-${i}`), 401, 40101);
     expectRateLimited(await getVia(server.url, `198.51.100.99, ${real}`, "wrong-4"), "auth-failures", 3, 60);
     expectRateLimited(await getVia(server.url, real, "wrong-5"), "auth-failures", 3, 60);
     expect((await getVia(server.url, real, token)).status).toBe(200);
@@ -148,7 +167,12 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
       rateLimits: { token: null, authFailures },
     });
     const { token } = await issueToken(databaseUrlOf(server));
-    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}, 203.0.113.7, 10.0.0.${i + 1}`, `wrong-${i}`), 401, 40101);
+    for (let i = 0; i < 3; i++)
+      expectErrorShape(
+        await getVia(server.url, `198.51.100.${i}, 203.0.113.7, 10.0.0.${i + 1}`, `wrong-${i}`),
+        401,
+        40101,
+      );
     expectRateLimited(await getVia(server.url, "203.0.113.7, 10.0.0.9", "wrong-4"), "auth-failures", 3, 60);
     expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-5"), "auth-failures", 3, 60);
     expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
@@ -161,9 +185,13 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     ["when the peer is not among the trusted proxies", ["10.0.0.0/8"]],
   ] as const) {
     it(`ignores X-Forwarded-For ${title}: every guess counts against the TCP peer`, async () => {
-      await using server = await startTestServer({ trustedProxies: [...trustedProxies], rateLimits: { token: null, authFailures } });
+      await using server = await startTestServer({
+        trustedProxies: [...trustedProxies],
+        rateLimits: { token: null, authFailures },
+      });
       const { token } = await issueToken(databaseUrlOf(server));
-      for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, `198.51.100.${i}`, `wrong-${i}`), 401, 40101);
+      for (let i = 0; i < 3; i++)
+        expectErrorShape(await getVia(server.url, `198.51.100.${i}`, `wrong-${i}`), 401, 40101);
       expectRateLimited(await getVia(server.url, "198.51.100.99", "wrong-4"), "auth-failures", 3, 60);
       expectRateLimited(await getVia(server.url, undefined, "wrong-5"), "auth-failures", 3, 60);
       expectRateLimited(await getVia(server.url, "203.0.113.7", "wrong-6"), "auth-failures", 3, 60);
@@ -179,7 +207,12 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString("utf8").split("\n").filter((l) => l.length > 0));
+        lines.push(
+          ...chunk
+            .toString("utf8")
+            .split("\n")
+            .filter((l) => l.length > 0),
+        );
         done();
       },
     });
@@ -189,13 +222,20 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
       redisUrl: "redis://127.0.0.1:1",
       rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
     };
-    const running = await startServer({ config: testConfig(database.url, overrides), logger: createLogger("info", sink) });
+    const running = await startServer({
+      config: testConfig(database.url, overrides),
+      logger: createLogger("info", sink),
+    });
     try {
       const { token } = await issueToken(database.url);
       expect((await get(running.url, token)).status).toBe(200);
       expect((await get(running.url, token)).status).toBe(200);
       expectRateLimited(await get(running.url, token), "token", 2, 60);
-      const metrics = await rawRequest(running.url, { method: "GET", path: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } });
+      const metrics = await rawRequest(running.url, {
+        method: "GET",
+        path: "/metrics",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(metrics.text).toMatch(/plantstore_rate_limit_fallbacks_total [1-9]/);
       await sleep(50);
       const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
@@ -346,14 +386,22 @@ describe("valid tokens from an address over its failed-authentication limit (iss
   it("are served (static, issued, JWT); wrong ones get 429 without a signature check each, and 401 again after the window", async () => {
     const signer = await generateKeyPair("RS256", { extractable: true });
     const stranger = await generateKeyPair("RS256");
-    const jwks = await startJwksServer([{ ...(await exportJWK(signer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }]);
-    const sign = (payload: JWTPayload, key = signer.privateKey, kid = "k1") => new SignJWT(payload).setProtectedHeader({ alg: "RS256", kid }).sign(key);
+    const jwks = await startJwksServer([
+      { ...(await exportJWK(signer.publicKey)), kid: "k1", alg: "RS256", use: "sig" },
+    ]);
+    const sign = (payload: JWTPayload, key = signer.privateKey, kid = "k1") =>
+      new SignJWT(payload).setProtectedHeader({ alg: "RS256", kid }).sign(key);
     // window / points = 1 s: the pace of full checks a blocked address gets.
     const authFailures = { name: "auth-failures", points: 5, windowSec: 5 };
     try {
       await using server = await startTestServer({
         // cooldownMs 0: every token naming an unknown `kid` fetches the key set again, so fetches count checks.
-        jwt: { issuer: ISSUER, audience: AUDIENCE, keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 }, clockSkewSec: 30 },
+        jwt: {
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 },
+          clockSkewSec: 30,
+        },
         rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures },
       });
       const issued = await issueToken(databaseUrlOf(server));
@@ -395,7 +443,12 @@ describe("valid tokens from an address over its failed-authentication limit (iss
       const started = Date.now();
       let retryAfter = 0;
       for (let i = 0; i < 20; i++) {
-        retryAfter = expectRateLimited(await get(server.url, await sign(claims({ jti: `flood-${i}` }), stranger.privateKey, "k-unknown")), "auth-failures", 5, 5);
+        retryAfter = expectRateLimited(
+          await get(server.url, await sign(claims({ jti: `flood-${i}` }), stranger.privateKey, "k-unknown")),
+          "auth-failures",
+          5,
+          5,
+        );
       }
       expect(jwks.fetches() - fetched).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1000));
       // Tokens already verified are still served at once in the middle of the flood.
@@ -403,7 +456,8 @@ describe("valid tokens from an address over its failed-authentication limit (iss
 
       await sleep(retryAfter * 1000 + 100);
       // A new window, a new allowance (of five failures).
-      for (const token of [wrong[0]!, wrong[1]!, wrong[3]!, wrong[5]!]) expectErrorShape(await get(server.url, token), 401, 40101);
+      for (const token of [wrong[0]!, wrong[1]!, wrong[3]!, wrong[5]!])
+        expectErrorShape(await get(server.url, token), 401, 40101);
       for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
     } finally {
       jwks.close();
@@ -413,7 +467,9 @@ describe("valid tokens from an address over its failed-authentication limit (iss
 
 describe("a valid issued token from a blocked address when the token cache is overdue for its change check", () => {
   it("is served after the change check every request shares, not sent to the address's one full check", async () => {
-    await using server = await startTestServer({ rateLimits: { token: null, authFailures: { name: "auth-failures", points: 2, windowSec: 10 } } });
+    await using server = await startTestServer({
+      rateLimits: { token: null, authFailures: { name: "auth-failures", points: 2, windowSec: 10 } },
+    });
     const issued = await issueToken(databaseUrlOf(server));
     await sleep(1_000);
     expect((await get(server.url, issued.token)).status).toBe(200);
@@ -456,7 +512,9 @@ describe("valid tokens from a blocked address, two server processes sharing Redi
       servers.push(await startServerProcess(env));
       const [a, b] = servers as [ServerProcess, ServerProcess];
       const issued = await issueToken(database.url);
-      const jwt = await new SignJWT(claims()).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode(secret));
+      const jwt = await new SignJWT(claims())
+        .setProtectedHeader({ alg: "HS256" })
+        .sign(new TextEncoder().encode(secret));
 
       // Three failures between them use up the shared allowance; the next one on either is refused.
       for (const server of [a, b, a]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);

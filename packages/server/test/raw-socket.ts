@@ -51,7 +51,9 @@ export async function openRaw(port: number): Promise<RawClient> {
   let error: string | undefined;
   socket.on("data", (chunk: Buffer) => (received = Buffer.concat([received, chunk])));
   socket.on("error", (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
-  const closed = new Promise<{ error: string | undefined }>((resolve) => socket.once("close", () => resolve({ error })));
+  const closed = new Promise<{ error: string | undefined }>((resolve) =>
+    socket.once("close", () => resolve({ error })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once("connect", () => resolve());
     socket.once("error", reject);

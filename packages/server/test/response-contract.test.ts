@@ -26,7 +26,12 @@ let stand: StandInServer;
 let url: string;
 beforeAll(async () => {
   stand = await startStandInServer(
-    (req) => ANSWERS[`${req.method} ${req.url}`] ?? { status: 500, type: "application/json", body: '{"error":50000,"message":"m"}' },
+    (req) =>
+      ANSWERS[`${req.method} ${req.url}`] ?? {
+        status: 500,
+        type: "application/json",
+        body: '{"error":50000,"message":"m"}',
+      },
   );
   url = stand.url;
 });
@@ -36,18 +41,36 @@ afterAll(async () => {
 
 describe("rawRequest (and so every server test's send) with an answer off the interface", () => {
   it.each([
-    ["a 200 to POST /plants that is not a Plant", "POST", "/plants", /seed openapi\.json: POST \/plants 200 body .* fails/],
+    [
+      "a 200 to POST /plants that is not a Plant",
+      "POST",
+      "/plants",
+      /seed openapi\.json: POST \/plants 200 body .* fails/,
+    ],
     ["a 200 to GET /plants whose items lack an id", "GET", "/plants", /GET \/plants 200 body .* fails/],
-    ["a 200 to DELETE /plants/{id}, declared 204", "DELETE", "/plants/7", /DELETE \/plants\/7 answered 200, which the document does not declare/],
+    [
+      "a 200 to DELETE /plants/{id}, declared 204",
+      "DELETE",
+      "/plants/7",
+      /DELETE \/plants\/7 answered 200, which the document does not declare/,
+    ],
     ["a plain-text 404", "GET", "/nowhere", /404 has Content-Type text\/plain/],
     ["an Error whose code is a string", "GET", "/whoami", /GET \/whoami 401 body .* fails/],
-    ["a plain-text 503 from /readyz, which is outside the documents only when it succeeds", "GET", "/readyz", /503 has Content-Type text\/plain/],
+    [
+      "a plain-text 503 from /readyz, which is outside the documents only when it succeeds",
+      "GET",
+      "/readyz",
+      /503 has Content-Type text\/plain/,
+    ],
   ])("rejects %s", async (_label, method, path, reason) => {
     await expect(rawRequest(url, { method, path })).rejects.toThrow(reason);
   });
 
   it("passes a successful non-API answer, which the documents do not describe", async () => {
-    await expect(rawRequest(url, { method: "GET", path: "/healthz" })).resolves.toMatchObject({ status: 200, text: "ok" });
+    await expect(rawRequest(url, { method: "GET", path: "/healthz" })).resolves.toMatchObject({
+      status: 200,
+      text: "ok",
+    });
   });
 });
 
@@ -75,7 +98,9 @@ describe("the other request helpers with an answer off the interface", () => {
     const checked = checkingFetch((error) => seen.push(error));
     await expect(checked(`${url}/plants`, { method: "POST" })).rejects.toThrow(/POST \/plants 200 body .* fails/);
     // The stand-in serves the seed as its document, which has no GET /plants: the served one is used, not the router's.
-    await expect(checked(`${url}/plants`)).rejects.toThrow(/served http:\/\/127\.0\.0\.1:\d+\/openapi\.json: GET \/plants answered 200, which the document does not declare/);
+    await expect(checked(`${url}/plants`)).rejects.toThrow(
+      /served http:\/\/127\.0\.0\.1:\d+\/openapi\.json: GET \/plants answered 200, which the document does not declare/,
+    );
     expect(seen).toHaveLength(2);
   });
 });

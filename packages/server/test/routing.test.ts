@@ -34,7 +34,9 @@ describe("requests outside the interface", () => {
 
   it("answers HEAD on every method Allow names GET for, as GET without the body", async () => {
     for (const path of ["/plants", "/whoami", "/openapi.json", "/healthz"]) {
-      const allow = (await server.send({ method: "PUT", path, headers: { authorization: `Bearer ${TOKEN}` } })).headers["allow"] as string;
+      const allow = (await server.send({ method: "PUT", path, headers: { authorization: `Bearer ${TOKEN}` } })).headers[
+        "allow"
+      ] as string;
       expect(allow.split(", ")).toEqual(expect.arrayContaining(["GET", "HEAD"]));
       const head = await server.send({ method: "HEAD", path, headers: { authorization: `Bearer ${TOKEN}` } });
       expect(head.status, path).toBe(200);
@@ -42,17 +44,20 @@ describe("requests outside the interface", () => {
     }
   });
 
-  it.each([["GET"], ["POST"], ["PUT"]])("answers %s /plants/{id} with 405 (40500) and Allow: DELETE", async (method) => {
-    const response = await server.send({
-      method,
-      path: "/plants/1",
-      contractPath: "/plants/{id}",
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: method === "GET" ? undefined : "{}",
-    });
-    expectErrorShape(response, 405, 40500);
-    expect(response.headers["allow"]).toBe("DELETE");
-  });
+  it.each([["GET"], ["POST"], ["PUT"]])(
+    "answers %s /plants/{id} with 405 (40500) and Allow: DELETE",
+    async (method) => {
+      const response = await server.send({
+        method,
+        path: "/plants/1",
+        contractPath: "/plants/{id}",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: method === "GET" ? undefined : "{}",
+      });
+      expectErrorShape(response, 405, 40500);
+      expect(response.headers["allow"]).toBe("DELETE");
+    },
+  );
 
   it("answers POST /openapi.json with 405 and Allow: GET, HEAD", async () => {
     const response = await server.send({ method: "POST", path: "/openapi.json" });

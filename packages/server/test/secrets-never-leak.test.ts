@@ -37,8 +37,16 @@ describe("no token ever appears in logs, answers or metrics", () => {
       config: testConfig(databaseUrl, {
         logLevel: "trace",
         metrics: "public",
-        jwt: { issuer: "https://idp.test/", audience: "plantstore", keys: { jwksUrl, cooldownMs: 0, maxAgeMs: 60_000 }, clockSkewSec: 30 },
-        rateLimits: { token: { name: "token", points: 3, windowSec: 60 }, authFailures: { name: "auth-failures", points: 4, windowSec: 60 } },
+        jwt: {
+          issuer: "https://idp.test/",
+          audience: "plantstore",
+          keys: { jwksUrl, cooldownMs: 0, maxAgeMs: 60_000 },
+          clockSkewSec: 30,
+        },
+        rateLimits: {
+          token: { name: "token", points: 3, windowSec: 60 },
+          authFailures: { name: "auth-failures", points: 4, windowSec: 60 },
+        },
       }),
       logger: createLogger("trace", sink),
     });
@@ -58,7 +66,9 @@ describe("no token ever appears in logs, answers or metrics", () => {
       const writer = await issueToken(databaseUrl);
       const revoked = await issueToken(databaseUrl);
       const jwt = (scope: string, exp = Math.floor(Date.now() / 1000) + 600) =>
-        new SignJWT({ iss: "https://idp.test/", aud: "plantstore", sub: "svc", scope, exp }).setProtectedHeader({ alg: "RS256", kid: "k1" }).sign(privateKey);
+        new SignJWT({ iss: "https://idp.test/", aud: "plantstore", sub: "svc", scope, exp })
+          .setProtectedHeader({ alg: "RS256", kid: "k1" })
+          .sign(privateKey);
       const jwtWriter = await jwt("plants:write plants:read");
       const jwtReader = await jwt("plants:read");
       const jwtExpired = await jwt("plants:write", Math.floor(Date.now() / 1000) - 3600);
@@ -93,10 +103,7 @@ describe("no token ever appears in logs, answers or metrics", () => {
     await new Promise((r) => setTimeout(r, 50));
 
     // Everything the service said, in one text.
-    const said = [
-      ...lines,
-      ...answers.map((a) => `${a.status} ${JSON.stringify(a.headers)} ${a.text}`),
-    ].join("\n");
+    const said = [...lines, ...answers.map((a) => `${a.status} ${JSON.stringify(a.headers)} ${a.text}`)].join("\n");
     expect(lines.length).toBeGreaterThan(10);
     const secrets = said.match(/ps_[0-9a-f]{16}_[0-9A-Za-z]{43}/g) ?? [];
     expect(secrets).toEqual([]);

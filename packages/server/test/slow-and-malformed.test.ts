@@ -42,7 +42,9 @@ describe("requests Koa never sees", () => {
 
   it("answers oversize headers with 431 and an Error body", async () => {
     await using server = await startTestServer();
-    const raw = await exchange(server.port, [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`]);
+    const raw = await exchange(server.port, [
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+    ]);
     const { status, body } = errorOf(raw);
     expect(status).toBe(431);
     expect(body).toEqual({ error: 43100, message: expect.any(String) });
@@ -55,7 +57,9 @@ describe("requests Koa never sees", () => {
     ]);
     const { status, body } = errorOf(raw);
     expect(status).toBe(431);
-    expect(server.served.paths["/plants"]?.["get"]?.responses["431"]).toEqual({ $ref: "#/components/responses/RequestHeaderFieldsTooLarge" });
+    expect(server.served.paths["/plants"]?.["get"]?.responses["431"]).toEqual({
+      $ref: "#/components/responses/RequestHeaderFieldsTooLarge",
+    });
     expect(body).toEqual({ error: 43100, message: expect.any(String) });
   });
 

@@ -20,7 +20,11 @@ function trickle(client: RawClient, text: string, gapMs: number): void {
 
 describe("slow and idle clients", () => {
   it("a thousand idle or trickling connections do not stop service to others, and each is closed by its timeout", async () => {
-    await using server = await startTestServer({ headersTimeoutMs: 8_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 1_000 });
+    await using server = await startTestServer({
+      headersTimeoutMs: 8_000,
+      requestTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 1_000,
+    });
     const opened = Date.now();
     // 400 that never send a byte, 300 that trickle their headers, 200 that trickle their body,
     // 100 keep-alive connections left idle after one answer.
@@ -55,7 +59,11 @@ describe("slow and idle clients", () => {
     expect([...silent, ...slowHeaders, ...slowBodies].filter((c) => c.socket.destroyed)).toHaveLength(0);
 
     // Then each kind is closed by its own bound, the first two with a 408 Error body.
-    await until(() => idle.every((c) => c.socket.destroyed), 10_000, () => "idle keep-alive connections closed");
+    await until(
+      () => idle.every((c) => c.socket.destroyed),
+      10_000,
+      () => "idle keep-alive connections closed",
+    );
     for (const client of idle) expect(await client.closed).toEqual({ error: undefined });
     const hostile = [...silent, ...slowHeaders, ...slowBodies];
     await until(
@@ -93,11 +101,17 @@ describe("slow and idle clients", () => {
     // Far more answer bytes than the socket buffers hold; the server must not wait forever.
     const request = "GET /openapi.json HTTP/1.1\r\nHost: plantstore\r\n\r\n";
     client.write(request.repeat(3_000));
-    const connections = () => new Promise<number>((resolve, reject) => server.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+    const connections = () =>
+      new Promise<number>((resolve, reject) => server.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
     let open = 1;
-    await until(() => open === 0, 30_000, () => "the stalled connection to be closed", async () => {
-      open = await connections();
-    });
+    await until(
+      () => open === 0,
+      30_000,
+      () => "the stalled connection to be closed",
+      async () => {
+        open = await connections();
+      },
+    );
     // Closed by the stall bound (the request timeout, 300 ms, plus 5 s of no progress), well before `until` gives up.
     client.socket.destroy();
     expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
@@ -126,7 +140,10 @@ describe("PLANTSTORE_MAX_CONNECTIONS", () => {
     await refused!.closed;
     expect(await server.store.get(unserved.id)).toBeUndefined();
     const [answer] = refused!.answers();
-    expect(answer).toMatchObject({ status: 503, headers: { "retry-after": "1", "content-type": "application/json; charset=utf-8" } });
+    expect(answer).toMatchObject({
+      status: 503,
+      headers: { "retry-after": "1", "content-type": "application/json; charset=utf-8" },
+    });
     expect(JSON.parse(answer!.body)).toEqual({ error: 50301, message: expect.any(String) });
     for (const client of held.slice(0, 5)) client.socket.destroy();
     await sleep(200);

@@ -28,7 +28,10 @@ export async function freePort(): Promise<number> {
  * Starts `plantstore-server serve` as a process with `env` on top of the test's environment and
  * waits until GET /healthz answers. Without `port` it takes a free one (so it needs no log line).
  */
-export async function spawnServe(env: Record<string, string>, options: { port?: number; timeoutMs?: number } = {}): Promise<SpawnedServer> {
+export async function spawnServe(
+  env: Record<string, string>,
+  options: { port?: number; timeoutMs?: number } = {},
+): Promise<SpawnedServer> {
   const port = options.port ?? (await freePort());
   const child = spawn(process.execPath, [BIN, "serve"], {
     env: { ...process.env, PLANTSTORE_LOG_LEVEL: "info", ...env, PORT: String(port), HOST: "127.0.0.1" },

@@ -16,7 +16,12 @@ async function startupLog(tokens: string[]): Promise<Array<{ level: number; msg:
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString("utf8").split("\n").filter((l) => l.length > 0));
+      lines.push(
+        ...chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((l) => l.length > 0),
+      );
       done();
     },
   });

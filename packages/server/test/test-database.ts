@@ -15,12 +15,14 @@ export type TestBackend = "sqlite" | "postgres";
 
 function backendFromEnv(): TestBackend {
   const value = process.env["PLANTSTORE_TEST_BACKEND"] ?? "sqlite";
-  if (value !== "sqlite" && value !== "postgres") throw new Error(`PLANTSTORE_TEST_BACKEND must be sqlite or postgres, got ${value}`);
+  if (value !== "sqlite" && value !== "postgres")
+    throw new Error(`PLANTSTORE_TEST_BACKEND must be sqlite or postgres, got ${value}`);
   return value;
 }
 
 export const TEST_BACKEND: TestBackend = backendFromEnv();
-export const TEST_POSTGRES_URL = process.env["PLANTSTORE_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
+export const TEST_POSTGRES_URL =
+  process.env["PLANTSTORE_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 export const SCRATCH_PREFIX = "plantstore_test_";
 
 export type StoredRow = { id: bigint; name: string; tag: string | null };
@@ -78,7 +80,12 @@ function exactTypes(): TypeOverrides {
 
 /** A client with int8 read as BigInt, like the server's, so rows compare exactly. */
 export function postgresClient(url: string): Client {
-  return new Client({ connectionString: url, types: exactTypes(), application_name: "plantstore-test", connectionTimeoutMillis: 5_000 });
+  return new Client({
+    connectionString: url,
+    types: exactTypes(),
+    application_name: "plantstore-test",
+    connectionTimeoutMillis: 5_000,
+  });
 }
 
 /** The scratch database's URL: the admin URL with another database name. */

@@ -28,7 +28,8 @@ afterAll(async () => {
 });
 
 const status = async (server: ServerProcess, token: string) =>
-  (await rawRequest(server.url, { method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } })).status;
+  (await rawRequest(server.url, { method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } }))
+    .status;
 
 describe("revocation across two server processes sharing one database", () => {
   it("takes effect on both within one second", async () => {
@@ -42,8 +43,12 @@ describe("revocation across two server processes sharing one database", () => {
     await revokeToken(databaseUrl, id);
     const refusedAfter: Record<string, number> = {};
     while (Object.keys(refusedAfter).length < 2 && Date.now() - revokedAt < 2_000) {
-      for (const [name, server] of [["a", a], ["b", b]] as const) {
-        if (refusedAfter[name] === undefined && (await status(server, token)) === 401) refusedAfter[name] = Date.now() - revokedAt;
+      for (const [name, server] of [
+        ["a", a],
+        ["b", b],
+      ] as const) {
+        if (refusedAfter[name] === undefined && (await status(server, token)) === 401)
+          refusedAfter[name] = Date.now() - revokedAt;
       }
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -51,7 +56,11 @@ describe("revocation across two server processes sharing one database", () => {
     expect(refusedAfter["b"]).toBeLessThan(1_000);
     // And it stays refused, with the invalid_token challenge.
     for (const server of [a, b]) {
-      const response = await rawRequest(server.url, { method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
+      const response = await rawRequest(server.url, {
+        method: "GET",
+        path: "/plants",
+        headers: { authorization: `Bearer ${token}` },
+      });
       expectErrorShape(response, 401, 40101);
       expect(response.headers["www-authenticate"]).toBe('Bearer realm="plantstore", error="invalid_token"');
     }
@@ -60,9 +69,28 @@ describe("revocation across two server processes sharing one database", () => {
 
 describe("plantstore-server tokens create | list | revoke", () => {
   it("issues a token both servers accept, lists it without the secret, and revokes it by name", async () => {
-    const created = await runBin(["tokens", "create", "--name", "ci-importer", "--scopes", "plants:read,plants:write", "--expires-in", "30d", "--json"], env);
+    const created = await runBin(
+      [
+        "tokens",
+        "create",
+        "--name",
+        "ci-importer",
+        "--scopes",
+        "plants:read,plants:write",
+        "--expires-in",
+        "30d",
+        "--json",
+      ],
+      env,
+    );
     expect(created.code).toBe(0);
-    const issued = JSON.parse(created.stdout) as { id: string; token: string; name: string; scopes: string[]; expiresAt: string };
+    const issued = JSON.parse(created.stdout) as {
+      id: string;
+      token: string;
+      name: string;
+      scopes: string[];
+      expiresAt: string;
+    };
     expect(issued.token).toMatch(OPAQUE_TOKEN_PATTERN);
     expect(issued).toMatchObject({ name: "ci-importer", scopes: ["plants:read", "plants:write"] });
     const days = (Date.parse(issued.expiresAt) - Date.now()) / 86_400_000;
@@ -76,7 +104,8 @@ describe("plantstore-server tokens create | list | revoke", () => {
     expect(plain.stderr).toMatch(/only time the token is shown/);
 
     const deadline = Date.now() + 1_000;
-    while ((await status(a, issued.token)) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((await status(a, issued.token)) !== 200 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     expect(await status(a, issued.token)).toBe(200);
     expect(await status(b, issued.token)).toBe(200);
 
@@ -116,7 +145,10 @@ describe("plantstore-server tokens create | list | revoke", () => {
     expect(await status(b, token)).toBe(200);
     expect(await a.stop()).toBe(0);
     expect(await b.stop()).toBe(0);
-    const listed = JSON.parse((await runBin(["tokens", "list", "--json"], env)).stdout) as Array<{ id: string; lastUsedAt: string | null }>;
+    const listed = JSON.parse((await runBin(["tokens", "list", "--json"], env)).stdout) as Array<{
+      id: string;
+      lastUsedAt: string | null;
+    }>;
     const lastUsedAt = Date.parse(listed.find((r) => r.id === id)?.lastUsedAt ?? "");
     expect(lastUsedAt).toBeGreaterThanOrEqual(before);
     for (const server of [a, b]) expect(server.output()).not.toContain(token);

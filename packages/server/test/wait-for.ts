@@ -2,7 +2,12 @@
  * Polls `check` (after `refresh`, when given) until it holds; fails naming `what` (computed at
  * the time, so it can say how far things got) after `timeoutMs`.
  */
-export async function waitFor(check: () => boolean, timeoutMs: number, what: () => string, refresh?: () => Promise<void>): Promise<void> {
+export async function waitFor(
+  check: () => boolean,
+  timeoutMs: number,
+  what: () => string,
+  refresh?: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     await refresh?.();

@@ -10,7 +10,10 @@ const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
 const BIN = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 
 /** `plantstore-server webhooks <args>` on the server's database, as an operator runs it beside the server. */
-function webhooksCli(server: TestServer, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function webhooksCli(
+  server: TestServer,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", server.database.url], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -25,7 +28,15 @@ function webhooksCli(server: TestServer, args: string[]): Promise<{ code: number
   });
 }
 
-type DeliveryJson = { id: number; messageId: string; subscriberId: string; status: string; attempts: number; lastStatus: number | null; lastError: string | null };
+type DeliveryJson = {
+  id: number;
+  messageId: string;
+  subscriberId: string;
+  status: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+};
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -55,7 +66,11 @@ describe("webhook targets given as a private IP literal", () => {
     const server = await storeWith(receiver.url, { webhookAllowedHosts: [] });
     await server.createRaw('{"id":1,"name":"a"}');
     const deliveries = await admin(server);
-    await until(async () => (await deliveries.deliveries({ failedOnly: true, limit: 10 })).length === 1, 10_000, "a failed attempt");
+    await until(
+      async () => (await deliveries.deliveries({ failedOnly: true, limit: 10 })).length === 1,
+      10_000,
+      "a failed attempt",
+    );
     expect((await deliveries.deliveries({ failedOnly: true, limit: 10 }))[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
   });
@@ -74,7 +89,11 @@ describe("the per-attempt timeout", () => {
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);
     expect(second!.at - first!.at).toBeLessThan(8_000);
     const history = await admin(server);
-    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    await until(
+      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
+      5_000,
+      "delivered",
+    );
     const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect(delivery).toMatchObject({ attempts: 2, lastStatus: 200 });
     expect(await history.attempts(delivery!.id)).toEqual([
@@ -92,12 +111,21 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":3,"name":"retried"}');
     await until(() => receiver.received.length === 4, 15_000, "four attempts");
     const history = await admin(server);
-    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    await until(
+      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
+      5_000,
+      "delivered",
+    );
 
     const all = await webhooksCli(server, ["deliveries", "--json"]);
     expect(all.code).toBe(0);
     const [delivery] = JSON.parse(all.stdout) as DeliveryJson[];
-    expect(delivery).toMatchObject({ status: "delivered", attempts: 4, lastStatus: 200, messageId: receiver.received[0]!.headers["webhook-id"] });
+    expect(delivery).toMatchObject({
+      status: "delivered",
+      attempts: 4,
+      lastStatus: 200,
+      messageId: receiver.received[0]!.headers["webhook-id"],
+    });
     const text = await webhooksCli(server, ["deliveries"]);
     expect(text.stdout).toMatch(new RegExp(`^${delivery!.id}  delivered  attempts 4  msg_`, "m"));
     // Delivered in the end: no longer failing.
@@ -105,7 +133,9 @@ describe("plantstore-server webhooks deliveries and replay", () => {
 
     // Every failure was recorded, and --attempts shows them.
     const detailed = await webhooksCli(server, ["deliveries", "--attempts", "--json"]);
-    const [withLog] = JSON.parse(detailed.stdout) as Array<DeliveryJson & { attemptLog: Array<{ statusCode: number | null; durationMs: number }> }>;
+    const [withLog] = JSON.parse(detailed.stdout) as Array<
+      DeliveryJson & { attemptLog: Array<{ statusCode: number | null; durationMs: number }> }
+    >;
     expect(withLog!.attemptLog.map((a) => a.statusCode)).toEqual([500, 500, 500, 200]);
     const detailedText = await webhooksCli(server, ["deliveries", "--attempts"]);
     expect(detailedText.stdout.match(/^ {4}\d{4}-\d\d-\d\dT\S+Z {2}500 {2}\d+ ms$/gm)).toHaveLength(3);
@@ -119,7 +149,11 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":4,"name":"failing"}');
     await until(() => receiver.received.length === 1, 10_000, "the first attempt");
     const history = await admin(server);
-    await until(async () => (await history.deliveries({ failedOnly: true, limit: 10 })).length === 1, 5_000, "the failure recorded");
+    await until(
+      async () => (await history.deliveries({ failedOnly: true, limit: 10 })).length === 1,
+      5_000,
+      "the failure recorded",
+    );
 
     const failed = await webhooksCli(server, ["deliveries", "--failed", "--json"]);
     const [delivery] = JSON.parse(failed.stdout) as DeliveryJson[];
@@ -141,7 +175,11 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":5,"name":"again"}');
     await until(() => receiver.received.length === 1, 10_000, "the delivery");
     const history = await admin(server);
-    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    await until(
+      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
+      5_000,
+      "delivered",
+    );
     const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect((await webhooksCli(server, ["replay", String(delivery!.id)])).code).toBe(0);
     await until(() => receiver.received.length === 2, 10_000, "the replay");
@@ -150,12 +188,15 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     expect(receiver.received).toHaveLength(2);
   });
 
-  it.each([["999"], ["abc"], ["1.5"]])("refuses to replay delivery %j, which does not exist, with exit code 1", async (id) => {
-    const server = await storeWith("https://hooks.example.com/plants");
-    const result = await webhooksCli(server, ["replay", id]);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`plantstore-server: no delivery ${id}\n`);
-  });
+  it.each([["999"], ["abc"], ["1.5"]])(
+    "refuses to replay delivery %j, which does not exist, with exit code 1",
+    async (id) => {
+      const server = await storeWith("https://hooks.example.com/plants");
+      const result = await webhooksCli(server, ["replay", id]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`plantstore-server: no delivery ${id}\n`);
+    },
+  );
 
   it("refuses to replay a delivery whose subscriber was removed, and keeps delivering to the others", async () => {
     const gone = await startReceiver(() => ({ status: 200 }));
@@ -166,14 +207,20 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":6,"name":"first"}');
     await until(() => gone.received.length === 1, 10_000, "the first delivery");
     const history = await admin(server);
-    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered", 5_000, "delivered");
+    await until(
+      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
+      5_000,
+      "delivered",
+    );
     const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
     expect((await webhooksCli(server, ["remove", delivery!.subscriberId])).code).toBe(0);
     await history.add(staying.url, SECRET);
 
     const replayed = await webhooksCli(server, ["replay", String(delivery!.id)]);
     expect(replayed.code).toBe(1);
-    expect(replayed.stderr).toBe(`plantstore-server: delivery ${delivery!.id} cannot be sent: its subscriber was removed\n`);
+    expect(replayed.stderr).toBe(
+      `plantstore-server: delivery ${delivery!.id} cannot be sent: its subscriber was removed\n`,
+    );
     await server.createRaw('{"id":7,"name":"second"}');
     await until(() => staying.received.length === 1, 10_000, "the delivery to the remaining subscriber");
     expect(gone.received).toHaveLength(1);
@@ -197,8 +244,15 @@ describe("a subscriber removed while an attempt to it is in flight", () => {
     const history = await admin(server);
     expect(await history.remove((await history.list())[0]!.id)).toBe(true);
     release(); // the attempt now fails (500) and is recorded after the removal
-    await until(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.attempts === 1, 10_000, "the attempt recorded");
-    expect((await history.deliveries({ failedOnly: false, limit: 1 }))[0]).toMatchObject({ status: "cancelled", lastStatus: 500 });
+    await until(
+      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.attempts === 1,
+      10_000,
+      "the attempt recorded",
+    );
+    expect((await history.deliveries({ failedOnly: false, limit: 1 }))[0]).toMatchObject({
+      status: "cancelled",
+      lastStatus: 500,
+    });
 
     await history.add(staying.url, SECRET);
     await server.createRaw('{"id":9,"name":"after"}');

@@ -1,5 +1,11 @@
 import { once } from "node:events";
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 
 export type Received = { headers: IncomingHttpHeaders; body: string; at: number };
@@ -10,10 +16,7 @@ type Answer = { status: number; headers?: Record<string, string> };
  * (1-based), at once or when a returned promise settles; `"hang"` leaves the request unanswered
  * until the receiver closes.
  */
-export async function startReceiver(
-  answer: (n: number, r: Received) => Answer | "hang" | Promise<Answer>,
-  port = 0,
-) {
+export async function startReceiver(answer: (n: number, r: Received) => Answer | "hang" | Promise<Answer>, port = 0) {
   const received: Received[] = [];
   const hanging: ServerResponse<IncomingMessage>[] = [];
   const server: Server = createServer((req, res) => {

@@ -16,7 +16,10 @@ const SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
 type Received = { headers: IncomingHttpHeaders; body: string };
 
 /** A real HTTP receiver on loopback; `answer` decides the status of each request it gets. */
-async function startReceiver(answer: (n: number, r: Received) => { status: number; headers?: Record<string, string> }, port = 0) {
+async function startReceiver(
+  answer: (n: number, r: Received) => { status: number; headers?: Record<string, string> },
+  port = 0,
+) {
   const received: Received[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
@@ -33,7 +36,12 @@ async function startReceiver(answer: (n: number, r: Received) => { status: numbe
   server.listen(port, "127.0.0.1");
   await once(server, "listening");
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { received, url, port: (server.address() as AddressInfo).port, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    received,
+    url,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -71,7 +79,9 @@ describe("the new-plant webhook", () => {
     const receiver = await startReceiver(() => ({ status: 204 }));
     cleanups.push(receiver.close);
     const server = await storeWithSubscriber(receiver.url);
-    expect((await server.createRaw('{"id":9223372036854775807,"name":"Fern","tag":"fern","extra":1}')).status).toBe(200);
+    expect((await server.createRaw('{"id":9223372036854775807,"name":"Fern","tag":"fern","extra":1}')).status).toBe(
+      200,
+    );
     await until(() => receiver.received.length === 1, 10_000, "one delivery");
     const [delivery] = receiver.received;
     expect(delivery!.body).toBe('{"id":9223372036854775807,"name":"Fern","tag":"fern"}');
@@ -81,7 +91,9 @@ describe("the new-plant webhook", () => {
     const verified = new Webhook(SECRET).verify(delivery!.body, delivery!.headers as Record<string, string>);
     expect(verified).toMatchObject({ name: "Fern", tag: "fern" });
     // And a tampered body does not verify.
-    expect(() => new Webhook(SECRET).verify(delivery!.body.replace("Fern", "Fake"), delivery!.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(SECRET).verify(delivery!.body.replace("Fern", "Fake"), delivery!.headers as Record<string, string>),
+    ).toThrow();
   });
 
   it("retries a receiver that fails three times, with the same webhook-id each time", async () => {
@@ -122,8 +134,14 @@ describe("the new-plant webhook", () => {
     await new Promise((r) => setTimeout(r, 500));
     const receiver = await startReceiver(() => ({ status: 200 }), port);
     cleanups.push(receiver.close);
-    await until(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 1000, 60_000, "1,000 events");
-    const ids = new Set(receiver.received.map((r) => JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')).id as string));
+    await until(
+      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 1000,
+      60_000,
+      "1,000 events",
+    );
+    const ids = new Set(
+      receiver.received.map((r) => JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')).id as string),
+    );
     expect(ids.size).toBe(1000);
   }, 90_000);
 
@@ -158,7 +176,14 @@ describe("the new-plant webhook", () => {
 describe("webhook targets on private addresses", () => {
   it("are refused by default, and allowed when listed", () => {
     const strict = createOutboundPolicy([]);
-    for (const url of ["http://127.0.0.1/x", "http://10.1.2.3/x", "http://192.168.0.1/", "http://169.254.169.254/", "http://[::1]/", "http://localhost/"]) {
+    for (const url of [
+      "http://127.0.0.1/x",
+      "http://10.1.2.3/x",
+      "http://192.168.0.1/",
+      "http://169.254.169.254/",
+      "http://[::1]/",
+      "http://localhost/",
+    ]) {
       expect(() => checkWebhookUrl(url, strict)).toThrow(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
     }
     expect(() => checkWebhookUrl("ftp://example.com/", strict)).toThrow(/http or https/);
@@ -176,7 +201,11 @@ describe("webhook targets on private addresses", () => {
     await admin.add(receiver.url.replace("127.0.0.1", "localhost"), SECRET); // stored behind the CLI's back
     await server.createRaw('{"id":6,"name":"a"}');
     let failed = await admin.deliveries({ failedOnly: true, limit: 10 });
-    await untilAsync(async () => (failed = await admin.deliveries({ failedOnly: true, limit: 10 })).length === 1, 10_000, "a failed attempt");
+    await untilAsync(
+      async () => (failed = await admin.deliveries({ failedOnly: true, limit: 10 })).length === 1,
+      10_000,
+      "a failed attempt",
+    );
     expect(failed[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
   });
@@ -259,7 +288,11 @@ describe("the outbox across a crash", () => {
     cleanups.push(receiver.close);
     const second = await start();
     cleanups.push(() => void second.child.kill("SIGKILL"));
-    await until(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 200, 60_000, "200 events");
+    await until(
+      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 200,
+      60_000,
+      "200 events",
+    );
     const delivered = new Set(receiver.received.map((r) => Number(/"id":(\d+)/.exec(r.body)![1])));
     for (const id of answered) expect(delivered.has(id)).toBe(true);
   }, 90_000);

@@ -59,7 +59,11 @@ describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEN
           body: JSON.stringify({ id, name }),
         });
       // 300 distinct ids, each also sent a second time identically and once with another name.
-      const requests = Array.from({ length: 300 }, (_, i) => [send(i, "same"), send(i, "same"), send(i, "other")]).flat();
+      const requests = Array.from({ length: 300 }, (_, i) => [
+        send(i, "same"),
+        send(i, "same"),
+        send(i, "other"),
+      ]).flat();
       const statuses = (await Promise.all(requests)).map((r) => r.status);
       for (let i = 0; i < 300; i++) {
         const trio = statuses.slice(i * 3, i * 3 + 3).sort();

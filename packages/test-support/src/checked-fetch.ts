@@ -50,5 +50,6 @@ export function takeViolations(): unknown[] {
 // this module: vitest evaluates it once per file.)
 afterEach(() => {
   const seen = takeViolations();
-  if (seen.length > 0) throw new AggregateError(seen, `answers that break the OpenAPI documents:\n${seen.map(String).join("\n")}`);
+  if (seen.length > 0)
+    throw new AggregateError(seen, `answers that break the OpenAPI documents:\n${seen.map(String).join("\n")}`);
 });

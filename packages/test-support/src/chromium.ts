@@ -21,12 +21,19 @@ const CHROMIUM_ARGS = [
 export type Chromium = { context: BrowserContext; close(): Promise<void>; [Symbol.asyncDispose](): Promise<void> };
 
 /** Headless chromium with a fresh profile in a temporary folder, removed on close. */
-export async function launchChromium(options: { viewport?: { width: number; height: number } } = {}): Promise<Chromium> {
+export async function launchChromium(
+  options: { viewport?: { width: number; height: number } } = {},
+): Promise<Chromium> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: \`bash scripts/run.sh test\` installs it (or: apt-get install chromium)`);
   }
   const profile = mkdtempSync(join(tmpdir(), "plantstore-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, ...options });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    ...options,
+  });
   const close = async () => {
     await context.close();
     rmSync(profile, { recursive: true, force: true });

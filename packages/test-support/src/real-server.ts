@@ -25,10 +25,11 @@ export type RealServerOptions<Config> = {
   database?: GivenDatabase;
 };
 
-export type RealServer<Running> = Running & AsyncDisposable & {
-  /** The server's DATABASE_URL, for a test that also reaches the database another way (a CLI). */
-  databaseUrl: string;
-};
+export type RealServer<Running> = Running &
+  AsyncDisposable & {
+    /** The server's DATABASE_URL, for a test that also reaches the database another way (a CLI). */
+    databaseUrl: string;
+  };
 
 /**
  * The real server on an ephemeral port with the test settings and a fresh database; `close()`
@@ -41,7 +42,9 @@ export async function startRealServer<Config extends TestableConfig, Running ext
   const database = options.database ?? scratchSqliteDatabase();
   let running: Running;
   try {
-    running = await server.startServer({ config: testServerConfig(server.loadConfig({}), database.url, options.config) });
+    running = await server.startServer({
+      config: testServerConfig(server.loadConfig({}), database.url, options.config),
+    });
   } catch (error) {
     await database.dispose?.();
     throw error;
@@ -55,5 +58,8 @@ export async function startRealServer<Config extends TestableConfig, Running ext
 
 function scratchSqliteDatabase(): Required<GivenDatabase> {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-test-server-"));
-  return { url: `sqlite:${join(dir, "plants.db")}`, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    url: `sqlite:${join(dir, "plants.db")}`,
+    dispose: async () => rmSync(dir, { recursive: true, force: true }),
+  };
 }

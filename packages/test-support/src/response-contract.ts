@@ -37,7 +37,10 @@ export class ResponseContract {
     });
     this.#ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) });
     // RFC 3339 timestamps (the zod-generated schema also carries an exact pattern).
-    this.#ajv.addFormat("date-time", { type: "string", validate: (s: string) => /^\d{4}-\d\d-\d\dT/.test(s) && !Number.isNaN(Date.parse(s)) });
+    this.#ajv.addFormat("date-time", {
+      type: "string",
+      validate: (s: string) => /^\d{4}-\d\d-\d\dT/.test(s) && !Number.isNaN(Date.parse(s)),
+    });
     this.#ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
   }
 
@@ -59,7 +62,10 @@ export class ResponseContract {
     if (exact !== undefined) return exact[m];
     for (const [template, operations] of Object.entries(this.#doc.paths)) {
       if (!template.includes("{")) continue;
-      const pattern = template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/]+");
+      const pattern = template
+        .split(/\{[^}]+\}/)
+        .map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&"))
+        .join("[^/]+");
       if (new RegExp(`^${pattern}$`).test(path)) return operations[m];
     }
     return undefined;
@@ -69,7 +75,9 @@ export class ResponseContract {
   #response(declared: ResponseDoc | undefined): ResponseDoc | undefined {
     const ref = declared?.$ref;
     if (ref === undefined) return declared;
-    const shared = ref.startsWith(RESPONSE_REF) ? this.#doc.components.responses?.[ref.slice(RESPONSE_REF.length)] : undefined;
+    const shared = ref.startsWith(RESPONSE_REF)
+      ? this.#doc.components.responses?.[ref.slice(RESPONSE_REF.length)]
+      : undefined;
     if (shared === undefined) throw new Error(`${this.#name}: the response ${ref} is not in the document`);
     return shared;
   }

@@ -15,7 +15,10 @@ export type StandInServer = { url: string; close(): Promise<void>; [Symbol.async
  */
 export async function startStandInServer(answer: (request: IncomingMessage) => CannedAnswer): Promise<StandInServer> {
   const stand = createServer((req, res) => {
-    const canned = req.method === "GET" && req.url === "/openapi.json" ? { status: 200, type: "application/json", body: JSON.stringify(seedDocument) } : answer(req);
+    const canned =
+      req.method === "GET" && req.url === "/openapi.json"
+        ? { status: 200, type: "application/json", body: JSON.stringify(seedDocument) }
+        : answer(req);
     res.writeHead(canned.status, canned.type === undefined ? {} : { "content-type": canned.type }).end(canned.body);
   });
   stand.listen(0, "127.0.0.1");

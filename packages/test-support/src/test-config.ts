@@ -20,7 +20,11 @@ export type TestableConfig = {
  * A test server's settings: the defaults (`loadConfig({})`) on an ephemeral loopback port, with
  * the test tokens, no log output, then `overrides`.
  */
-export function testServerConfig<Config extends TestableConfig>(defaults: Config, databaseUrl: string, overrides: Partial<Config> = {}): Config {
+export function testServerConfig<Config extends TestableConfig>(
+  defaults: Config,
+  databaseUrl: string,
+  overrides: Partial<Config> = {},
+): Config {
   const settings = {
     ...defaults,
     // Small pools: many test servers share one PostgreSQL (and its max_connections) with others.

@@ -78,7 +78,9 @@ export function addPlantsListCommand(plants: Command, io: Io): void {
       printer.end();
       // On stderr, so stdout stays exactly the listing (or the JSON array) for scripts.
       if (options.all !== true && page.next?.after !== undefined) {
-        io.stderr(`plantstore: more plants follow; continue with --after ${page.next.after}, or list them all with --all\n`);
+        io.stderr(
+          `plantstore: more plants follow; continue with --after ${page.next.after}, or list them all with --all\n`,
+        );
       }
     });
 }

@@ -19,7 +19,9 @@ function describeCredential(who: WhoAmI): string {
 export function addWhoAmICommand(program: Command, io: Io): void {
   const whoami = program
     .command("whoami")
-    .description("Show which token the CLI uses (GET /whoami): its kind, id, name, scopes and expiry; never the secret.");
+    .description(
+      "Show which token the CLI uses (GET /whoami): its kind, id, name, scopes and expiry; never the secret.",
+    );
   addConnectionOptions(whoami)
     .option("--json", "print the answer as JSON")
     .action(async (options: WhoAmIOptions, command: Command) => {

@@ -10,7 +10,9 @@ type Result = Principal | undefined | Promise<Principal | undefined>;
  * authenticator has to wait (a cache miss, a signature check), so the usual request pays no
  * promise round trips for it.
  */
-export function chainAuthenticators(authenticators: readonly Authenticator[]): Authenticator & { close(): Promise<void> } {
+export function chainAuthenticators(
+  authenticators: readonly Authenticator[],
+): Authenticator & { close(): Promise<void> } {
   const from = (index: number, token: string, digest: Buffer): Result => {
     for (let i = index; i < authenticators.length; i++) {
       const result = authenticators[i]!.authenticate(token, digest);
@@ -28,7 +30,8 @@ export function chainAuthenticators(authenticators: readonly Authenticator[]): A
       const recall = (index: number, verdict: MemoryVerdict): MemoryVerdict | Promise<MemoryVerdict> => {
         for (let i = index; i < authenticators.length; i++) {
           const said = authenticators[i]!.authenticateFromMemory?.(token, digest) ?? "unknown";
-          if (said instanceof Promise) return said.then((s) => (typeof s === "object" ? s : recall(i + 1, s === "unknown" ? s : verdict)));
+          if (said instanceof Promise)
+            return said.then((s) => (typeof s === "object" ? s : recall(i + 1, s === "unknown" ? s : verdict)));
           if (typeof said === "object") return said;
           if (said === "unknown") verdict = said;
         }

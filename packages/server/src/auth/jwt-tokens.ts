@@ -1,4 +1,12 @@
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import {
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from "jose";
 import { ApiError } from "../errors.ts";
 import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
@@ -21,7 +29,19 @@ export type JwtOptions = {
  * secret only HMAC. Never both: a server that accepted HS256 beside RS256 could be fooled into
  * checking an HMAC made with its own *public* key (algorithm confusion). `none` is never allowed.
  */
-export const ASYMMETRIC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
+export const ASYMMETRIC_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+];
 export const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
 
 /**
@@ -142,7 +162,12 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
       return undefined;
     }
     const expiresAt = payload.exp! * 1000;
-    const name = typeof payload["client_id"] === "string" ? payload["client_id"] : typeof payload.azp === "string" ? payload.azp : undefined;
+    const name =
+      typeof payload["client_id"] === "string"
+        ? payload["client_id"]
+        : typeof payload.azp === "string"
+          ? payload.azp
+          : undefined;
     const principal: Principal = {
       kind: "jwt",
       tokenId: payload.sub!,

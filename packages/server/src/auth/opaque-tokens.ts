@@ -61,7 +61,8 @@ export class OpaqueTokenAuthenticator implements Authenticator {
           authenticator.#pollFailing = false;
         },
         (error: unknown) => {
-          if (!authenticator.#pollFailing) authenticator.#logger.warn({ err: error }, "cannot check the token store for revocations");
+          if (!authenticator.#pollFailing)
+            authenticator.#logger.warn({ err: error }, "cannot check the token store for revocations");
           authenticator.#pollFailing = true;
         },
       );
@@ -79,7 +80,8 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     const id = opaqueTokenId(token);
     if (id === undefined) return undefined;
     const now = Date.now();
-    if (now - this.#checkedAt > MAX_STALENESS_MS) return this.#refreshOrUnavailable().then(() => this.#lookUp(id, token, digest, Date.now()));
+    if (now - this.#checkedAt > MAX_STALENESS_MS)
+      return this.#refreshOrUnavailable().then(() => this.#lookUp(id, token, digest, Date.now()));
     return this.#lookUp(id, token, digest, now);
   }
 
@@ -101,7 +103,8 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   authenticateFromMemory(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict> {
     const id = opaqueTokenId(token);
     if (id === undefined) return "invalid";
-    if (Date.now() - this.#checkedAt > MAX_STALENESS_MS) return this.#refreshOrUnavailable().then(() => this.#recall(id, token, digest));
+    if (Date.now() - this.#checkedAt > MAX_STALENESS_MS)
+      return this.#refreshOrUnavailable().then(() => this.#recall(id, token, digest));
     return this.#recall(id, token, digest);
   }
 
@@ -111,7 +114,12 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     return this.#check(entry, id, token, digest, Date.now()) ?? "invalid";
   }
 
-  #lookUp(id: string, token: string, digest: Buffer | undefined, now: number): Principal | undefined | Promise<Principal | undefined> {
+  #lookUp(
+    id: string,
+    token: string,
+    digest: Buffer | undefined,
+    now: number,
+  ): Principal | undefined | Promise<Principal | undefined> {
     const entry = this.#cache.get(id);
     if (entry === undefined) return this.#load(id).then((loaded) => this.#check(loaded, id, token, digest, now));
     return this.#check(entry, id, token, digest, now);

@@ -21,7 +21,10 @@ export function databaseUrlOption(accepts: string): Option {
 }
 
 /** Runs a command's work on something it opened, and closes it whatever happens. */
-export async function closingAfter<T extends { close(): Promise<void> }, R>(resource: T, work: (resource: T) => Promise<R>): Promise<R> {
+export async function closingAfter<T extends { close(): Promise<void> }, R>(
+  resource: T,
+  work: (resource: T) => Promise<R>,
+): Promise<R> {
   try {
     return await work(resource);
   } finally {

@@ -29,7 +29,9 @@ export function addServeCommand(program: Command): void {
         return;
       }
       if (config.tokens.length === 0 && config.jwt === undefined) {
-        logger.info("no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted");
+        logger.info(
+          "no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted",
+        );
       }
       const startup = startServer({ config, logger });
       let stopping = false;
@@ -43,17 +45,19 @@ export function addServeCommand(program: Command): void {
           logger.error({ deadlineMs: config.shutdownTimeoutMs }, "shutdown deadline passed; exiting");
           process.exit(1);
         }, config.shutdownTimeoutMs);
-        startup.then((running) => running.close()).then(
-          () => {
-            clearTimeout(deadline);
-            logger.info("stopped");
-            process.exit(0);
-          },
-          (error: unknown) => {
-            logger.error({ err: error }, "shutdown failed");
-            process.exit(1);
-          },
-        );
+        startup
+          .then((running) => running.close())
+          .then(
+            () => {
+              clearTimeout(deadline);
+              logger.info("stopped");
+              process.exit(0);
+            },
+            (error: unknown) => {
+              logger.error({ err: error }, "shutdown failed");
+              process.exit(1);
+            },
+          );
       };
       // Listening for signals before start-up ends: a cluster primary that stops while this worker
       // is still opening its database would otherwise kill it by the signal's default action, and

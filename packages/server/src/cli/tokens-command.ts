@@ -12,7 +12,8 @@ const UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d:
 /** `30d`, `12h`, `90m`, `3600s`, `2w`: a positive whole number and a unit. */
 export function parseDuration(text: string): number {
   const match = /^([1-9]\d{0,5})([smhdw])$/.exec(text);
-  if (match === null) throw new Error(`--expires-in must be a number and a unit (s, m, h, d, w), e.g. 30d; got ${JSON.stringify(text)}`);
+  if (match === null)
+    throw new Error(`--expires-in must be a number and a unit (s, m, h, d, w), e.g. 30d; got ${JSON.stringify(text)}`);
   return Number(match[1]) * UNITS_MS[match[2]!]!;
 }
 
@@ -21,7 +22,9 @@ export function parseScopes(text: string): string[] {
   const scopes = [...new Set(text.split(/[\s,]+/).filter((s) => s.length > 0))];
   const unknown = scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
   if (scopes.length === 0 || unknown.length > 0) {
-    throw new Error(`--scopes must list one or more of ${ALL_SCOPES.join(", ")}${unknown.length > 0 ? `; unknown: ${unknown.join(", ")}` : ""}`);
+    throw new Error(
+      `--scopes must list one or more of ${ALL_SCOPES.join(", ")}${unknown.length > 0 ? `; unknown: ${unknown.join(", ")}` : ""}`,
+    );
   }
   return scopes;
 }
@@ -34,7 +37,8 @@ function checkName(name: string): string {
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const day = (ms: number | null, none: string) => (ms === null ? none : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z"));
+const day = (ms: number | null, none: string) =>
+  ms === null ? none : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 function status(token: TokenRecord, now: number): "active" | "revoked" | "expired" {
   if (token.revokedAt !== null) return "revoked";
@@ -59,7 +63,14 @@ function describe(token: TokenRecord, now: number) {
 /** Plain columns, padded to the widest cell. */
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 /**
@@ -70,7 +81,8 @@ function table(rows: string[][]): string {
 export function addTokensCommand(program: Command): void {
   const withStore = async <T>(options: DbOptions, work: (store: TokenStore) => Promise<T>): Promise<T> => {
     const { databaseUrl, postgres } = configFrom(options);
-    if (databaseUrl === "sqlite::memory:") throw new Error("tokens commands need a database the server also uses, not sqlite::memory:");
+    if (databaseUrl === "sqlite::memory:")
+      throw new Error("tokens commands need a database the server also uses, not sqlite::memory:");
     // Applies pending migrations first, as the server would.
     await (await openStore(databaseUrl, { postgres })).close();
     return closingAfter(await openTokenStore(databaseUrl, "admin", { postgres }), work);
@@ -97,7 +109,15 @@ export function addTokensCommand(program: Command): void {
       await withStore(options, (store) =>
         store.createToken({ id: issued.id, name, scopes, secretHash: issued.secretHash, createdAt: now, expiresAt }),
       );
-      const record: TokenRecord = { id: issued.id, name, scopes, createdAt: now, expiresAt, revokedAt: null, lastUsedAt: null };
+      const record: TokenRecord = {
+        id: issued.id,
+        name,
+        scopes,
+        createdAt: now,
+        expiresAt,
+        revokedAt: null,
+        lastUsedAt: null,
+      };
       if (options.json === true) {
         out(JSON.stringify({ ...describe(record, now), token: issued.token }));
         return;
@@ -129,7 +149,15 @@ export function addTokensCommand(program: Command): void {
       out(
         table([
           ["ID", "NAME", "SCOPES", "CREATED", "EXPIRES", "LAST USED", "STATUS"],
-          ...list.map((t) => [t.id, t.name, t.scopes.join(","), day(t.createdAt, ""), day(t.expiresAt, "never"), day(t.lastUsedAt, "never"), status(t, now)]),
+          ...list.map((t) => [
+            t.id,
+            t.name,
+            t.scopes.join(","),
+            day(t.createdAt, ""),
+            day(t.expiresAt, "never"),
+            day(t.lastUsedAt, "never"),
+            status(t, now),
+          ]),
         ]),
       );
     });

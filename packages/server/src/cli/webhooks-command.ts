@@ -9,7 +9,10 @@ type DbOptions = { databaseUrl?: string };
 /** Runs work on the webhook tables of the configured database (migrating it first). */
 async function withAdmin<T>(options: DbOptions, work: (admin: WebhookAdmin) => Promise<T>): Promise<T> {
   const config = configFrom(options);
-  return closingAfter(await openWebhookAdmin(config.databaseUrl, { postgres: { ...config.postgres, poolSize: 1 } }), work);
+  return closingAfter(
+    await openWebhookAdmin(config.databaseUrl, { postgres: { ...config.postgres, poolSize: 1 } }),
+    work,
+  );
 }
 
 const print = (json: boolean, value: unknown, text: string) =>
@@ -21,7 +24,9 @@ const print = (json: boolean, value: unknown, text: string) =>
  * change up with their next write).
  */
 export function addWebhooksCommand(program: Command): void {
-  const webhooks = program.command("webhooks").description("Manage subscribers of the new-plant webhook and their deliveries.");
+  const webhooks = program
+    .command("webhooks")
+    .description("Manage subscribers of the new-plant webhook and their deliveries.");
   const dbOption = () => databaseUrlOption("sqlite:<path> or postgres://…");
 
   webhooks
@@ -51,7 +56,8 @@ export function addWebhooksCommand(program: Command): void {
       print(
         Boolean(options.json),
         list,
-        list.map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}`).join("\n") || "no subscribers",
+        list.map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}`).join("\n") ||
+          "no subscribers",
       );
     });
 
@@ -75,9 +81,13 @@ export function addWebhooksCommand(program: Command): void {
     .option("--json", "machine-readable output")
     .action(async (options: DbOptions & { failed?: boolean; attempts?: boolean; limit: string; json?: boolean }) => {
       const rows = await withAdmin(options, async (admin) => {
-        const deliveries = await admin.deliveries({ failedOnly: Boolean(options.failed), limit: Number(options.limit) });
+        const deliveries = await admin.deliveries({
+          failedOnly: Boolean(options.failed),
+          limit: Number(options.limit),
+        });
         const rows = [];
-        for (const d of deliveries) rows.push(options.attempts === true ? { ...d, attemptLog: await admin.attempts(d.id) } : d);
+        for (const d of deliveries)
+          rows.push(options.attempts === true ? { ...d, attemptLog: await admin.attempts(d.id) } : d);
         return rows;
       });
       print(
@@ -87,9 +97,13 @@ export function addWebhooksCommand(program: Command): void {
           .map(
             (d) =>
               `${d.id}  ${d.status}  attempts ${d.attempts}  ${d.messageId}  ${d.subscriberId}` +
-              (d.lastStatus !== null || d.lastError !== null ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}` : "") +
+              (d.lastStatus !== null || d.lastError !== null
+                ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}`
+                : "") +
               ("attemptLog" in d
-                ? d.attemptLog.map((a) => `\n    ${a.attemptedAt}  ${a.statusCode ?? a.error ?? ""}  ${a.durationMs} ms`).join("")
+                ? d.attemptLog
+                    .map((a) => `\n    ${a.attemptedAt}  ${a.statusCode ?? a.error ?? ""}  ${a.durationMs} ms`)
+                    .join("")
                 : ""),
           )
           .join("\n") || "no deliveries",
@@ -102,10 +116,14 @@ export function addWebhooksCommand(program: Command): void {
     .argument("<delivery>", "delivery id (from `webhooks deliveries`)")
     .addOption(dbOption())
     .action(async (delivery: string, options: DbOptions) => {
-      const outcome = await withAdmin(options, async (admin) => (/^\d+$/.test(delivery) ? admin.replay(Number(delivery)) : "no_delivery"));
+      const outcome = await withAdmin(options, async (admin) =>
+        /^\d+$/.test(delivery) ? admin.replay(Number(delivery)) : "no_delivery",
+      );
       if (outcome === "no_delivery") throw new Error(`no delivery ${delivery}`);
       if (outcome !== "queued") {
-        throw new Error(`delivery ${delivery} cannot be sent: its subscriber was ${outcome === "subscriber_removed" ? "removed" : "disabled"}`);
+        throw new Error(
+          `delivery ${delivery} cannot be sent: its subscriber was ${outcome === "subscriber_removed" ? "removed" : "disabled"}`,
+        );
       }
       process.stdout.write(`delivery ${delivery} queued again\n`);
     });

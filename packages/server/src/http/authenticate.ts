@@ -25,7 +25,9 @@ export async function authenticateRequest(
 ): Promise<Principal> {
   const bearer = readBearer(ctx.get("authorization") || undefined);
   if (bearer.kind === "missing") {
-    throw new ApiError("MISSING_TOKEN", "a bearer token is required", { headers: { "WWW-Authenticate": REALM_CHALLENGE } });
+    throw new ApiError("MISSING_TOKEN", "a bearer token is required", {
+      headers: { "WWW-Authenticate": REALM_CHALLENGE },
+    });
   }
   // Worked out only when needed (an address is blocked, or a guess failed), not on every request.
   let address: string | undefined;
@@ -41,7 +43,9 @@ export async function authenticateRequest(
     if (principal === undefined) {
       const refused = await limits?.recordAuthFailure(addressOfClient());
       if (refused !== undefined) throw tooManyRequests(refused.headers);
-      throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", { headers: { "WWW-Authenticate": INVALID_TOKEN_CHALLENGE } });
+      throw new ApiError("INVALID_TOKEN", "the bearer token is not valid", {
+        headers: { "WWW-Authenticate": INVALID_TOKEN_CHALLENGE },
+      });
     }
   }
 
@@ -78,7 +82,11 @@ export async function authenticateRequest(
  * secret or a JWT signature; `PLANTSTORE_TOKENS` are only as strong as the operator made them
  * (`dev` makes 256-bit ones).
  */
-async function authenticateBlocked(authenticator: Authenticator, token: string, block: AddressBlock): Promise<Principal | undefined> {
+async function authenticateBlocked(
+  authenticator: Authenticator,
+  token: string,
+  block: AddressBlock,
+): Promise<Principal | undefined> {
   const verdict = await (authenticator.authenticateFromMemory?.(token) ?? "unknown");
   if (verdict !== "unknown") return verdict === "invalid" ? undefined : verdict;
   if (!block.claimFullCheck()) return undefined;

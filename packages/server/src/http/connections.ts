@@ -77,11 +77,14 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
       }
       const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
       let sweep: NodeJS.Timeout | undefined;
-      const grace = setTimeout(() => {
-        server.closeIdleConnections();
-        // Connections whose answer was already under way when the drain began end idle later.
-        sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
-      }, Math.max(0, Math.min(idleGraceMs, deadline - Date.now())));
+      const grace = setTimeout(
+        () => {
+          server.closeIdleConnections();
+          // Connections whose answer was already under way when the drain began end idle later.
+          sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        },
+        Math.max(0, Math.min(idleGraceMs, deadline - Date.now())),
+      );
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
         closed.then(() => true),

@@ -86,7 +86,10 @@ function loadAssets(): Map<string, Asset> {
     ["/docs", asset("text/html; charset=utf-8", Buffer.from(PAGE))],
     ["/docs/init.js", asset("text/javascript; charset=utf-8", Buffer.from(INIT))],
     ["/docs/swagger-ui.css", asset("text/css; charset=utf-8", readFileSync(join(dir, "swagger-ui.css")))],
-    ["/docs/swagger-ui-bundle.js", asset("text/javascript; charset=utf-8", readFileSync(join(dir, "swagger-ui-bundle.js")))],
+    [
+      "/docs/swagger-ui-bundle.js",
+      asset("text/javascript; charset=utf-8", readFileSync(join(dir, "swagger-ui-bundle.js"))),
+    ],
   ]);
 }
 

@@ -112,7 +112,10 @@ function sharedResponses(): Json {
   });
   return {
     RequestTimeout: response("REQUEST_TIMEOUT", "The request headers or body did not arrive in time"),
-    RequestHeaderFieldsTooLarge: response("HEADERS_TOO_LARGE", "The request headers are larger than the server accepts"),
+    RequestHeaderFieldsTooLarge: response(
+      "HEADERS_TOO_LARGE",
+      "The request headers are larger than the server accepts",
+    ),
   };
 }
 
@@ -134,7 +137,8 @@ const SCHEMA_REF = "#/components/schemas/";
 /** A zod schema as the document shows it: named schemas (meta `id`) by `$ref`, their bodies added to `pool`. */
 function render(schema: ZodType, io: "input" | "output", pool: Map<string, Json>): Json {
   const rendered = createSchema(schema, { io });
-  for (const [name, component] of Object.entries(rendered.components)) if (!pool.has(name)) pool.set(name, component as Json);
+  for (const [name, component] of Object.entries(rendered.components))
+    if (!pool.has(name)) pool.set(name, component as Json);
   return rendered.schema as Json;
 }
 
@@ -143,7 +147,8 @@ function schemaRefs(value: unknown, found: Set<string>): Set<string> {
     for (const item of value) schemaRefs(item, found);
   } else if (typeof value === "object" && value !== null) {
     for (const [key, item] of Object.entries(value)) {
-      if (key === "$ref" && typeof item === "string" && item.startsWith(SCHEMA_REF)) found.add(item.slice(SCHEMA_REF.length));
+      if (key === "$ref" && typeof item === "string" && item.startsWith(SCHEMA_REF))
+        found.add(item.slice(SCHEMA_REF.length));
       else schemaRefs(item, found);
     }
   }
@@ -162,7 +167,8 @@ function referencedComponents(paths: unknown, known: Json, pool: Map<string, Jso
     for (const name of pending) {
       if (name in known || name in added) continue;
       const component = pool.get(name);
-      if (component === undefined) throw new Error(`the document refers to ${SCHEMA_REF}${name}, which no schema defines`);
+      if (component === undefined)
+        throw new Error(`the document refers to ${SCHEMA_REF}${name}, which no schema defines`);
       added[name] = component;
       schemaRefs(component, next);
     }
@@ -272,10 +278,13 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
 
   const paths = (generated["paths"] ?? {}) as Record<string, Record<string, Json>>;
   // Named schemas the operations may refer to: trpc-to-openapi's, and those rendered from meta.
-  const pool = new Map(Object.entries(((generated["components"] as Json | undefined)?.["schemas"] ?? {}) as Record<string, Json>));
+  const pool = new Map(
+    Object.entries(((generated["components"] as Json | undefined)?.["schemas"] ?? {}) as Record<string, Json>),
+  );
   forEachOpenApiProcedure<Meta>(router._def.procedures, ({ procedure, meta }) => {
     const operation = paths[normalizePath(meta.openapi.path)]?.[meta.openapi.method.toLowerCase()];
-    if (operation === undefined) throw new Error(`trpc-to-openapi generated no ${meta.openapi.method} ${meta.openapi.path}`);
+    if (operation === undefined)
+      throw new Error(`trpc-to-openapi generated no ${meta.openapi.method} ${meta.openapi.path}`);
     completeOperation(operation, meta, procedure, options, pool);
   });
   const extraSchemas = referencedComponents(paths, schemas, pool);
@@ -304,7 +313,8 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
     servers: [
       {
         url: "/",
-        description: "The server that serves this document: a relative URL, so it stays right behind a proxy that changes the host or scheme.",
+        description:
+          "The server that serves this document: a relative URL, so it stays right behind a proxy that changes the host or scheme.",
       },
     ],
     tags: [
@@ -325,9 +335,27 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
             "Delivery is at least once: the same `webhook-id` on every retry, retries with exponential backoff over " +
             "about three days, `Retry-After` honoured, `410 Gone` unsubscribes.",
           parameters: [
-            { in: "header", name: "webhook-id", required: true, schema: { type: "string" }, description: "Same on every retry: deduplicate on it." },
-            { in: "header", name: "webhook-timestamp", required: true, schema: { type: "string" }, description: "Unix seconds of this attempt." },
-            { in: "header", name: "webhook-signature", required: true, schema: { type: "string" }, description: "`v1,<base64>` signatures, space-separated." },
+            {
+              in: "header",
+              name: "webhook-id",
+              required: true,
+              schema: { type: "string" },
+              description: "Same on every retry: deduplicate on it.",
+            },
+            {
+              in: "header",
+              name: "webhook-timestamp",
+              required: true,
+              schema: { type: "string" },
+              description: "Unix seconds of this attempt.",
+            },
+            {
+              in: "header",
+              name: "webhook-signature",
+              required: true,
+              schema: { type: "string" },
+              description: "`v1,<base64>` signatures, space-separated.",
+            },
           ],
           requestBody: {
             required: true,

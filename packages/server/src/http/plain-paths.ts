@@ -32,7 +32,10 @@ async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
   if (migrations !== undefined && migrations.applied < migrations.known) {
-    throw new ApiError("UNAVAILABLE", `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`);
+    throw new ApiError(
+      "UNAVAILABLE",
+      `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`,
+    );
   }
   ctx.type = "application/json";
   ctx.body = JSON.stringify({ status: "ready", ...(migrations === undefined ? {} : { migrations }) });

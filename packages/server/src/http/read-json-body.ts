@@ -42,9 +42,13 @@ export function assertIdentityEncoding(header: string | undefined): void {
     .filter((coding) => coding.length > 0);
   const other = codings.find((coding) => coding !== ACCEPTED_CONTENT_ENCODING);
   if (other === undefined) return;
-  throw new ApiError("UNSUPPORTED_CONTENT_ENCODING", `Content-Encoding ${other} is not supported; send the body as identity`, {
-    headers: { "Accept-Encoding": ACCEPTED_CONTENT_ENCODING },
-  });
+  throw new ApiError(
+    "UNSUPPORTED_CONTENT_ENCODING",
+    `Content-Encoding ${other} is not supported; send the body as identity`,
+    {
+      headers: { "Accept-Encoding": ACCEPTED_CONTENT_ENCODING },
+    },
+  );
 }
 
 type RawBodyFailure = { type?: string };
@@ -52,7 +56,8 @@ type RawBodyFailure = { type?: string };
 function rawBodyError(error: unknown, limit: number): ApiError {
   const type = (error as RawBodyFailure).type;
   if (type === "entity.too.large") return new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
-  if (type === "request.size.invalid") return new ApiError("BAD_REQUEST", "the body length does not match Content-Length");
+  if (type === "request.size.invalid")
+    return new ApiError("BAD_REQUEST", "the body length does not match Content-Length");
   return new ApiError("BAD_REQUEST", "the body could not be read", { cause: error });
 }
 

@@ -21,7 +21,11 @@ const MAX_BLOCKED_ADDRESSES = 10_000;
  * draft-ietf-httpapi-ratelimit-headers-10 (§3, §4): `"token";q=6000;w=60` and `"token";r=5999;t=42`
  * (quota, window seconds; remaining, seconds until the window resets).
  */
-export function rateLimitFields(policy: RateLimitPolicy, remaining: number, msBeforeReset: number): Record<string, string> {
+export function rateLimitFields(
+  policy: RateLimitPolicy,
+  remaining: number,
+  msBeforeReset: number,
+): Record<string, string> {
   const reset = Math.max(0, Math.ceil(msBeforeReset / 1000));
   return {
     "RateLimit-Policy": `"${policy.name}";q=${policy.points};w=${policy.windowSec}`,
@@ -32,7 +36,10 @@ export function rateLimitFields(policy: RateLimitPolicy, remaining: number, msBe
 function refusal(policy: RateLimitPolicy, msBeforeReset: number): LimitDecision {
   // Retry-After is never earlier than the reset the RateLimit field announces (draft §6).
   const retryAfter = Math.max(1, Math.ceil(msBeforeReset / 1000));
-  return { allowed: false, headers: { ...rateLimitFields(policy, 0, msBeforeReset), "Retry-After": String(retryAfter) } };
+  return {
+    allowed: false,
+    headers: { ...rateLimitFields(policy, 0, msBeforeReset), "Retry-After": String(retryAfter) },
+  };
 }
 
 /**
@@ -47,7 +54,11 @@ class Counter {
   readonly #shared: RateLimiterRedis | undefined;
   readonly #onFallback: (error: unknown) => void;
 
-  constructor(policy: RateLimitPolicy, redis: { client: Redis; prefix: string } | undefined, onFallback: (error: unknown) => void) {
+  constructor(
+    policy: RateLimitPolicy,
+    redis: { client: Redis; prefix: string } | undefined,
+    onFallback: (error: unknown) => void,
+  ) {
     this.policy = policy;
     this.#onFallback = onFallback;
     const options = { points: policy.points, duration: policy.windowSec, keyPrefix: policy.name };
@@ -148,7 +159,8 @@ export class RateLimits {
     this.#metrics = options.metrics;
     const onFallback = (error: unknown) => this.#fallback(error);
     this.#token = options.token === null ? undefined : new Counter(options.token, options.redis, onFallback);
-    this.#authFailures = options.authFailures === null ? undefined : new Counter(options.authFailures, options.redis, onFallback);
+    this.#authFailures =
+      options.authFailures === null ? undefined : new Counter(options.authFailures, options.redis, onFallback);
   }
 
   #fallback(error: unknown): void {

@@ -26,7 +26,10 @@ export async function connectRedis(url: string, logger: Logger): Promise<Redis> 
     const now = Date.now();
     if (now - lastWarning < WARN_EVERY_MS) return;
     lastWarning = now;
-    logger.warn({ err: { message: error.message } }, "Redis connection failed; rate limits count per instance meanwhile");
+    logger.warn(
+      { err: { message: error.message } },
+      "Redis connection failed; rate limits count per instance meanwhile",
+    );
   });
   client.on("ready", () => logger.info("Redis connected; rate limits are shared"));
   // Ready, or the first failed attempt (a refused connection need not hold up start-up), or time out.

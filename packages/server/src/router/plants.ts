@@ -38,7 +38,11 @@ function nextLink(limit: number, after: bigint | number, tag: string | undefined
 function isListedPlant(value: unknown): value is ListedPlant {
   if (typeof value !== "object" || value === null) return false;
   const { id, name, tag } = value as Record<string, unknown>;
-  return (typeof id === "bigint" || Number.isSafeInteger(id)) && typeof name === "string" && (tag === undefined || typeof tag === "string");
+  return (
+    (typeof id === "bigint" || Number.isSafeInteger(id)) &&
+    typeof name === "string" &&
+    (tag === undefined || typeof tag === "string")
+  );
 }
 
 // The meta only lets the document generator pass over it: the served schema is `documentedOutput`.
@@ -123,9 +127,14 @@ export const plantsRouter = {
         // Both forms, so a client generated from the earlier document, which typed `after` as an
         // int64, still compiles and is still answered (see the changeset of the cursor).
         after: {
-          description: "Where the page starts: the `after` of the previous page's `Link` header (opaque), or the decimal id of the last plant seen.",
+          description:
+            "Where the page starts: the `after` of the previous page's `Link` header (opaque), or the decimal id of the last plant seen.",
           anyOf: [
-            { type: "string", minLength: 1, description: 'An opaque cursor, as the `Link: <…>; rel="next"` header carries it.' },
+            {
+              type: "string",
+              minLength: 1,
+              description: 'An opaque cursor, as the `Link: <…>; rel="next"` header carries it.',
+            },
             { type: "integer", format: "int64", description: "Only plants with an id strictly greater than this one." },
           ],
         },
@@ -150,7 +159,8 @@ export const plantsRouter = {
       const rows = await ctx.store.list({ limit: limit + 1, after: input.after, tag: input.tag });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      if (rows.length > limit && last !== undefined) ctx.responseHeaders.set("Link", nextLink(limit, last.id, input.tag));
+      if (rows.length > limit && last !== undefined)
+        ctx.responseHeaders.set("Link", nextLink(limit, last.id, input.tag));
       return page;
     }),
 

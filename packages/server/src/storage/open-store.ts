@@ -35,7 +35,10 @@ function postgresSettings(databaseUrl: string, options: OpenStoreOptions): Postg
  * Picks the backend from `DATABASE_URL` (`sqlite:<path>`, `sqlite::memory:`, `postgres://…` or
  * `postgresql://…`) and applies pending migrations before returning.
  */
-export async function openStore(databaseUrl: string, options: OpenStoreOptions = {}): Promise<PlantStore & WebhookQueue> {
+export async function openStore(
+  databaseUrl: string,
+  options: OpenStoreOptions = {},
+): Promise<PlantStore & WebhookQueue> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
     return PostgresStore.open({ ...postgresSettings(databaseUrl, options), onCommit: options.onCommit });
@@ -57,7 +60,11 @@ export async function openWebhookAdmin(databaseUrl: string, options: OpenStoreOp
  * The token store of the same database. Open it after `openStore` (which applies migrations);
  * `role` says who uses it: the serving process, or the `tokens` commands.
  */
-export async function openTokenStore(databaseUrl: string, role: "server" | "admin", options: OpenStoreOptions = {}): Promise<TokenStore> {
+export async function openTokenStore(
+  databaseUrl: string,
+  role: "server" | "admin",
+  options: OpenStoreOptions = {},
+): Promise<TokenStore> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteTokenStore.open({ path: sqlitePath(databaseUrl), role });
   if (isPostgresUrl(databaseUrl)) return new PostgresTokenStore(postgresSettings(databaseUrl, options), role);
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);

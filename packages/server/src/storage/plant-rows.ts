@@ -21,6 +21,9 @@ export function listedFromRow(row: PlantRowArray): ListedPlant {
 }
 
 /** Whether a stored row holds the same plant as a write: a retry of it is a replay, not a conflict. */
-export function samePlant(row: { name: string; tag: string | null }, plant: { name: string; tag: string | null }): boolean {
+export function samePlant(
+  row: { name: string; tag: string | null },
+  plant: { name: string; tag: string | null },
+): boolean {
   return row.name === plant.name && row.tag === plant.tag;
 }

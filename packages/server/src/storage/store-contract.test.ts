@@ -1,6 +1,12 @@
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, postgresClient, TEST_BACKEND, type TestBackend, type TestDatabase } from "../../test/test-database.ts";
+import {
+  createTestDatabase,
+  postgresClient,
+  TEST_BACKEND,
+  type TestBackend,
+  type TestDatabase,
+} from "../../test/test-database.ts";
 import type { PlantStore } from "./plant-store.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
@@ -30,7 +36,8 @@ type Backend = {
 const backends: Record<TestBackend, Backend> = {
   sqlite: {
     // SQLite has one writer per store: its batches commit one at a time whatever maxBatchesInFlight says.
-    open: async (database, { maxBatchSize, onCommit }) => SqliteStore.open({ path: database.name, maxBatchSize, onCommit }),
+    open: async (database, { maxBatchSize, onCommit }) =>
+      SqliteStore.open({ path: database.name, maxBatchSize, onCommit }),
     exec: async (database, sql) => {
       const admin = new DatabaseSync(database.name);
       try {
@@ -44,7 +51,13 @@ const backends: Record<TestBackend, Backend> = {
   },
   postgres: {
     open: (database, options) =>
-      PostgresStore.open({ url: database.url, poolSize: 4, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000, ...options }),
+      PostgresStore.open({
+        url: database.url,
+        poolSize: 4,
+        connectTimeoutMs: 2_000,
+        queryTimeoutMs: 5_000,
+        ...options,
+      }),
     exec: async (database, sql) => {
       const admin = postgresClient(database.url);
       await admin.connect();
@@ -85,7 +98,9 @@ afterEach(async () => {
 describe(`group commit (${TEST_BACKEND})`, () => {
   it("commits creations that arrive together in one transaction", async () => {
     const store = await open();
-    const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => store.create({ id: BigInt(i), name: `p${i}` })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.create({ id: BigInt(i), name: `p${i}` })),
+    );
     expect(outcomes).toEqual(Array(100).fill("created"));
     expect(batches).toEqual([100]);
     expect(await database.count()).toBe(100);
@@ -109,7 +124,9 @@ describe(`group commit (${TEST_BACKEND})`, () => {
     const store = await open();
     const seen = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        store.create({ id: BigInt(1000 + i), name: "x" }).then(async () => (await database.row(BigInt(1000 + i))) !== undefined),
+        store
+          .create({ id: BigInt(1000 + i), name: "x" })
+          .then(async () => (await database.row(BigInt(1000 + i))) !== undefined),
       ),
     );
     expect(seen).toEqual(Array(20).fill(true));
@@ -162,8 +179,15 @@ describe(`plants (${TEST_BACKEND})`, () => {
     const listed = await store.list({ limit: 100 });
     expect(listed.map((p) => BigInt(p.id))).toEqual(ids);
     for (const p of listed) if (typeof p.id === "number") expect(Number.isSafeInteger(p.id)).toBe(true);
-    expect((await store.list({ limit: 3, after: 0n, tag: "t" })).map((p) => BigInt(p.id))).toEqual([7n, 2n ** 53n - 1n, 2n ** 53n]);
-    expect((await store.list({ limit: 2, after: -2n })).map((p) => [BigInt(p.id), p.name, p.tag])).toEqual([[-1n, "n", "t"], [0n, "n", "t"]]);
+    expect((await store.list({ limit: 3, after: 0n, tag: "t" })).map((p) => BigInt(p.id))).toEqual([
+      7n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+    ]);
+    expect((await store.list({ limit: 2, after: -2n })).map((p) => [BigInt(p.id), p.name, p.tag])).toEqual([
+      [-1n, "n", "t"],
+      [0n, "n", "t"],
+    ]);
   });
 });
 
@@ -196,8 +220,21 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
 
   it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
     const store = await open();
-    await backend.exec(database, "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)");
-    const names = ['say "hi"', "back\\slash\\", "a,b", "{braces}", "NULL", " spaced ", "üñí 🌿", "tab\tnew\nline", '\\"'];
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    const names = [
+      'say "hi"',
+      "back\\slash\\",
+      "a,b",
+      "{braces}",
+      "NULL",
+      " spaced ",
+      "üñí 🌿",
+      "tab\tnew\nline",
+      '\\"',
+    ];
     const plants = names.map((name, i) => ({ id: BigInt(i + 1), name, ...(i % 2 === 0 ? { tag: name } : {}) }));
     plants.push({ id: 100n, name: "tagged NULL", tag: "NULL" });
     expect(await Promise.all(plants.map((plant) => store.create(plant)))).toEqual(plants.map(() => "created"));
@@ -205,7 +242,13 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     const now = Date.now();
     const deliveries = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 100 });
     const payloads = deliveries.map((d) => d.payload).sort();
-    const expected = plants.map((plant) => JSON.stringify({ id: Number(plant.id), name: plant.name, ...(plant.tag === undefined ? {} : { tag: plant.tag }) }));
+    const expected = plants.map((plant) =>
+      JSON.stringify({
+        id: Number(plant.id),
+        name: plant.name,
+        ...(plant.tag === undefined ? {} : { tag: plant.tag }),
+      }),
+    );
     expect(payloads).toEqual(expected.sort());
   });
 
@@ -213,8 +256,13 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     const store = await open();
     expect(await store.create({ id: 1n, name: "before" })).toBe("created");
     expect(await store.webhookBacklog()).toBe(0);
-    await backend.exec(database, "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)");
-    expect(await Promise.all([store.create({ id: 2n, name: "after" }), store.create({ id: 3n, name: "after" })])).toEqual(["created", "created"]);
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    expect(
+      await Promise.all([store.create({ id: 2n, name: "after" }), store.create({ id: 3n, name: "after" })]),
+    ).toEqual(["created", "created"]);
     expect(await store.webhookBacklog()).toBe(2);
     await backend.exec(database, "UPDATE webhook_subscribers SET active = false");
     expect(await store.create({ id: 4n, name: "unsubscribed" })).toBe("created");
@@ -223,7 +271,10 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
 
   it("hand each due webhook delivery to exactly one claimer (a lease; FOR UPDATE SKIP LOCKED on PostgreSQL)", async () => {
     const seeder = await open();
-    await backend.exec(database, "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)");
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
     await Promise.all(Array.from({ length: 200 }, (_, i) => seeder.create({ id: BigInt(i), name: "x" })));
     const claimers = [seeder, await open(), await open()];
     const claimed: number[] = [];

@@ -6,7 +6,13 @@ import type { AttemptRow, DeliveryRow, Subscriber } from "./webhook-admin.ts";
  */
 type Integer = number | bigint;
 
-export type StoredSubscriber = { id: string; url: string; active: boolean | Integer; disabled_reason: string | null; created_at: Integer };
+export type StoredSubscriber = {
+  id: string;
+  url: string;
+  active: boolean | Integer;
+  disabled_reason: string | null;
+  created_at: Integer;
+};
 
 export type StoredDelivery = {
   id: Integer;
@@ -19,7 +25,12 @@ export type StoredDelivery = {
   last_error: string | null;
 };
 
-export type StoredAttempt = { attempted_at: Integer; status_code: Integer | null; error: string | null; duration_ms: Integer };
+export type StoredAttempt = {
+  attempted_at: Integer;
+  status_code: Integer | null;
+  error: string | null;
+  duration_ms: Integer;
+};
 
 const iso = (ms: Integer) => new Date(Number(ms)).toISOString();
 

@@ -59,7 +59,14 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
     if (outcome !== "pending") metrics.webhookDeliveries.inc({ outcome });
     if (!ok) {
       logger.warn(
-        { delivery: delivery.deliveryId, subscriber: delivery.subscriberId, status: result.statusCode, error: result.error, attempts, outcome },
+        {
+          delivery: delivery.deliveryId,
+          subscriber: delivery.subscriberId,
+          status: result.statusCode,
+          error: result.error,
+          attempts,
+          outcome,
+        },
         "webhook attempt failed",
       );
     }
@@ -72,7 +79,11 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
       if (!(await queue.hasDueDeliveries(now))) break;
       const claimed = await queue.claimDeliveries({ now, leaseUntil: now + timeoutMs * 2 + 5_000, limit: concurrency });
       if (claimed.length > 0) {
-        await Promise.all(claimed.map((d) => attempt(d).catch((error: unknown) => logger.error({ err: error }, "webhook bookkeeping failed"))));
+        await Promise.all(
+          claimed.map((d) =>
+            attempt(d).catch((error: unknown) => logger.error({ err: error }, "webhook bookkeeping failed")),
+          ),
+        );
         again = true;
       }
     } while (again && !stopping);

@@ -17,7 +17,11 @@ export type SendResult = {
  * same on every attempt; `webhook-timestamp` is this attempt's time, which verifiers check for
  * freshness). The answer's body is drained and ignored.
  */
-export function sendDelivery(delivery: ClaimedDelivery, policy: OutboundPolicy, timeoutMs: number): Promise<SendResult> {
+export function sendDelivery(
+  delivery: ClaimedDelivery,
+  policy: OutboundPolicy,
+  timeoutMs: number,
+): Promise<SendResult> {
   const started = performance.now();
   const timestamp = new Date();
   const signature = new Webhook(delivery.secret).sign(delivery.messageId, timestamp, delivery.payload);
@@ -63,7 +67,9 @@ export function sendDelivery(delivery: ClaimedDelivery, policy: OutboundPolicy, 
             error: null,
           }),
         );
-        res.on("error", (error) => finish({ statusCode: res.statusCode ?? null, retryAfter: undefined, error: error.message }));
+        res.on("error", (error) =>
+          finish({ statusCode: res.statusCode ?? null, retryAfter: undefined, error: error.message }),
+        );
       },
     );
     // A whole-attempt deadline, not just socket idleness: a receiver that trickles must not hold us.

@@ -2,7 +2,16 @@ import { Agent } from "node:http";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../test-database.ts";
-import { idOf, postPlant, runBin, startReceiver, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
+import {
+  idOf,
+  postPlant,
+  runBin,
+  startReceiver,
+  startServerProcess,
+  until,
+  type Answer,
+  type ServerProcess,
+} from "./processes.ts";
 
 const TOKEN = "multi-instance-token-0123456789abcdef";
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
@@ -15,7 +24,8 @@ afterEach(async () => {
 type Attempt = { id: bigint; name: string; tag?: string; server: number; answer?: Answer };
 
 /** The JSON answer a 200 must carry for this request: exactly its name and tag. */
-const expectedBody = (a: Attempt) => JSON.stringify(a.tag === undefined ? { name: a.name } : { name: a.name, tag: a.tag });
+const expectedBody = (a: Attempt) =>
+  JSON.stringify(a.tag === undefined ? { name: a.name } : { name: a.name, tag: a.tag });
 
 describe("three plantstore-server processes on one PostgreSQL", () => {
   it("store every id exactly once, answer 200 or 409 as the content says, and deliver every event once", async () => {
@@ -87,7 +97,11 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
     expect(answered200.size).toBe(ids.length);
 
     // One event per stored plant, delivered once (the claims are shared), signed, with the stored content.
-    await until(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size >= ids.length, 60_000, "every event");
+    await until(
+      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size >= ids.length,
+      60_000,
+      "every event",
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     expect(receiver.received).toHaveLength(ids.length);
     const byId = new Map(receiver.received.map((r) => [idOf(r.body), r]));
@@ -95,8 +109,12 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
     for (const id of ids) {
       const delivered = byId.get(id)!;
       const row = (await database.row(id))!;
-      expect(delivered.body).toBe(`{"id":${id},"name":${JSON.stringify(row.name)}${row.tag === null ? "" : `,"tag":${JSON.stringify(row.tag)}`}}`);
-      expect(() => new Webhook(SECRET).verify(delivered.body, delivered.headers as Record<string, string>)).not.toThrow();
+      expect(delivered.body).toBe(
+        `{"id":${id},"name":${JSON.stringify(row.name)}${row.tag === null ? "" : `,"tag":${JSON.stringify(row.tag)}`}}`,
+      );
+      expect(() =>
+        new Webhook(SECRET).verify(delivered.body, delivered.headers as Record<string, string>),
+      ).not.toThrow();
     }
     // The admin CLI sees the same on PostgreSQL: every delivery delivered, none failed.
     const deliveries = await runBin(["webhooks", "deliveries", "--json", "--limit", "1000"], env);

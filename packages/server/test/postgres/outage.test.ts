@@ -71,7 +71,11 @@ async function checkAnswers(database: TestDatabase, answers: Array<{ id: number;
 
 async function servesAgain(server: ServerProcess, id: number): Promise<void> {
   const agent = new Agent({ keepAlive: false });
-  await until(async () => (await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"after"}`)).status === 200, 10_000, "a 200 after the outage");
+  await until(
+    async () => (await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"after"}`)).status === 200,
+    10_000,
+    "a 200 after the outage",
+  );
 }
 
 describe("PostgreSQL connections terminated under load (pg_terminate_backend)", () => {
@@ -92,9 +96,10 @@ describe("PostgreSQL connections terminated under load (pg_terminate_backend)", 
         // Only this test's scratch database, only the server's connections: other users of the
         // shared PostgreSQL are never touched.
         const { rowCount } = await withAdminClient((admin) =>
-          admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'plantstore'", [
-            database.name,
-          ]),
+          admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'plantstore'",
+            [database.name],
+          ),
         );
         terminated += rowCount ?? 0;
       }
@@ -135,44 +140,56 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
   it.each([
     ["refused (connections reset)", "cut"],
     ["silent (packets dropped)", "blackhole"],
-  ] as const)("when %s: readyz 503, requests 503 within the timeouts, then 200 again within seconds; no answered plant lost", async (_label, fault) => {
-    const { database, proxy, server } = await serverBehindProxy();
-    expect(await readyz(server)).toBe(200);
-    const load = startLoad(server);
-    let recovered: number | undefined;
-    try {
-      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "some 200s before the outage");
-      if (fault === "cut") proxy.cut();
-      else proxy.blackhole();
-      // readyz notices within the bound, and stays 503 while the outage lasts.
-      await until(async () => (await readyz(server)) === 503, WORST_CASE_MS + SLACK_MS, "readyz 503 during the outage");
-      // A request now gets the catalogued 503, told when to retry, with nothing internal in it.
-      const refused = await rawRequest(server.url, {
-        method: "POST",
-        path: "/plants",
-        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-        body: '{"id":-1,"name":"during"}',
-      });
-      expectErrorShape(refused, 503, 50300);
-      expect(refused.headers["retry-after"]).toBe("1");
-      expect(refused.text).not.toMatch(/ECONN|timeout|terminated|127\.0\.0\.1|postgres/i);
-      await new Promise((r) => setTimeout(r, 2_500));
-      expect(await readyz(server)).toBe(503);
-      proxy.restore();
-      const restoredAt = Date.now();
-      await until(async () => (await readyz(server)) === 200, 8_000, "readyz 200 after the outage");
-      recovered = Date.now() - restoredAt;
-      await servesAgain(server, 1_000_000);
-    } finally {
-      await load.stop();
-    }
-    const during = load.answers.filter((a) => a.answer.status !== 200);
-    expect(during.length).toBeGreaterThan(0);
-    // Nothing hung: every answer, even one caught mid-outage, came within the documented bound.
-    const slowest = Math.max(...load.answers.map((a) => a.answer.ms));
-    expect(slowest).toBeLessThan(WORST_CASE_MS + SLACK_MS);
-    await checkAnswers(database, load.answers);
-    expect(recovered).toBeLessThan(8_000);
-    expect(server.child.exitCode).toBeNull();
-  }, 90_000);
+  ] as const)(
+    "when %s: readyz 503, requests 503 within the timeouts, then 200 again within seconds; no answered plant lost",
+    async (_label, fault) => {
+      const { database, proxy, server } = await serverBehindProxy();
+      expect(await readyz(server)).toBe(200);
+      const load = startLoad(server);
+      let recovered: number | undefined;
+      try {
+        await until(
+          () => load.answers.filter((a) => a.answer.status === 200).length >= 50,
+          20_000,
+          "some 200s before the outage",
+        );
+        if (fault === "cut") proxy.cut();
+        else proxy.blackhole();
+        // readyz notices within the bound, and stays 503 while the outage lasts.
+        await until(
+          async () => (await readyz(server)) === 503,
+          WORST_CASE_MS + SLACK_MS,
+          "readyz 503 during the outage",
+        );
+        // A request now gets the catalogued 503, told when to retry, with nothing internal in it.
+        const refused = await rawRequest(server.url, {
+          method: "POST",
+          path: "/plants",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+          body: '{"id":-1,"name":"during"}',
+        });
+        expectErrorShape(refused, 503, 50300);
+        expect(refused.headers["retry-after"]).toBe("1");
+        expect(refused.text).not.toMatch(/ECONN|timeout|terminated|127\.0\.0\.1|postgres/i);
+        await new Promise((r) => setTimeout(r, 2_500));
+        expect(await readyz(server)).toBe(503);
+        proxy.restore();
+        const restoredAt = Date.now();
+        await until(async () => (await readyz(server)) === 200, 8_000, "readyz 200 after the outage");
+        recovered = Date.now() - restoredAt;
+        await servesAgain(server, 1_000_000);
+      } finally {
+        await load.stop();
+      }
+      const during = load.answers.filter((a) => a.answer.status !== 200);
+      expect(during.length).toBeGreaterThan(0);
+      // Nothing hung: every answer, even one caught mid-outage, came within the documented bound.
+      const slowest = Math.max(...load.answers.map((a) => a.answer.ms));
+      expect(slowest).toBeLessThan(WORST_CASE_MS + SLACK_MS);
+      await checkAnswers(database, load.answers);
+      expect(recovered).toBeLessThan(8_000);
+      expect(server.child.exitCode).toBeNull();
+    },
+    90_000,
+  );
 });

@@ -59,7 +59,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
 /** Runs `plantstore-server <args>` to completion. */
 export function runBin(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -97,7 +100,13 @@ export type Answer = { status: number; text: string; ms: number };
  * POST /plants over a keep-alive agent; a network failure is status 0. Rejects when an answer
  * breaks the seed or the served OpenAPI document.
  */
-export function postPlant(agent: Agent, baseUrl: string, token: string, body: string, timeoutMs = 30_000): Promise<Answer> {
+export function postPlant(
+  agent: Agent,
+  baseUrl: string,
+  token: string,
+  body: string,
+  timeoutMs = 30_000,
+): Promise<Answer> {
   const url = new URL(baseUrl);
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -118,7 +127,13 @@ export function postPlant(agent: Agent, baseUrl: string, token: string, body: st
         res.on("end", () => {
           const status = res.statusCode ?? 0;
           try {
-            checkAnswer(contractsAt(baseUrl), { method: "POST", path: "/plants", status, contentType: res.headers["content-type"] ?? null, body: text });
+            checkAnswer(contractsAt(baseUrl), {
+              method: "POST",
+              path: "/plants",
+              status,
+              contentType: res.headers["content-type"] ?? null,
+              body: text,
+            });
           } catch (error) {
             reject(error);
             return;

@@ -11,7 +11,10 @@ const MIGRATION_LOCK = "31640567245198450";
  * queue on one advisory lock, and each applies only what is still missing once it holds the lock.
  * The lock is a session lock, so a process that dies while migrating releases it with its connection.
  */
-export async function migratePostgres(settings: PostgresSettings, migrations: ReadonlyArray<Migration> = allMigrations): Promise<void> {
+export async function migratePostgres(
+  settings: PostgresSettings,
+  migrations: ReadonlyArray<Migration> = allMigrations,
+): Promise<void> {
   const client = await connectForMigrations(settings);
   try {
     await client.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`);
@@ -28,13 +31,19 @@ export async function migratePostgres(settings: PostgresSettings, migrations: Re
       await client.query("BEGIN");
       try {
         await client.query(migration.postgres);
-        await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [migration.version, migration.name]);
+        await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+          migration.version,
+          migration.name,
+        ]);
         await client.query("COMMIT");
       } catch (error) {
         await client.query("ROLLBACK").catch(() => undefined);
-        throw new Error(`migration ${migration.version} (${migration.name}) failed: ${error instanceof Error ? error.message : String(error)}`, {
-          cause: error,
-        });
+        throw new Error(
+          `migration ${migration.version} (${migration.name}) failed: ${error instanceof Error ? error.message : String(error)}`,
+          {
+            cause: error,
+          },
+        );
       }
     }
     await client.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`);

@@ -1,4 +1,12 @@
-import { Client, DatabaseError, Pool, TypeOverrides, type ClientConfig, type PoolClient, type QueryResultRow } from "pg";
+import {
+  Client,
+  DatabaseError,
+  Pool,
+  TypeOverrides,
+  type ClientConfig,
+  type PoolClient,
+  type QueryResultRow,
+} from "pg";
 import { StoreUnavailableError } from "../store-errors.ts";
 
 /**
@@ -57,7 +65,9 @@ function clientConfig(settings: PostgresSettings, { forMigrations = false } = {}
     idle_in_transaction_session_timeout: Math.max(settings.queryTimeoutMs * 2, 10_000),
     ...(hasApplicationName ? {} : { application_name: settings.applicationName ?? "plantstore" }),
     // A 200 means committed: insist on synchronous commit whatever the server's default says.
-    options: [url.searchParams.get("options"), "-c synchronous_commit=on"].filter((o) => o !== null && o !== "").join(" "),
+    options: [url.searchParams.get("options"), "-c synchronous_commit=on"]
+      .filter((o) => o !== null && o !== "")
+      .join(" "),
     // Notice a peer that vanished (a cut network) on idle connections too.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -151,7 +161,12 @@ export function asStoreError(error: unknown): unknown {
  * statement on each connection (parsed and planned once, not per call): for the hot statements.
  * Measured on the batch insert: 1.1–1.5× the statements per second.
  */
-export async function query<R extends QueryResultRow>(pool: Pool, text: string, values?: unknown[], name?: string): Promise<R[]> {
+export async function query<R extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values?: unknown[],
+  name?: string,
+): Promise<R[]> {
   try {
     return (await pool.query<R>(name === undefined ? { text, values } : { name, text, values })).rows;
   } catch (error) {

@@ -58,7 +58,10 @@ describe("PostgresStore batches", () => {
 describe("PostgreSQL migrations", () => {
   it("are applied once when several processes start at the same time", async () => {
     await Promise.all(Array.from({ length: 5 }, () => migratePostgres(settings())));
-    const versions = await database.rows<{ version: number }>({ sqlite: "", postgres: "SELECT version FROM schema_migrations ORDER BY version" });
+    const versions = await database.rows<{ version: number }>({
+      sqlite: "",
+      postgres: "SELECT version FROM schema_migrations ORDER BY version",
+    });
     // Every migration exactly once, in order (the list grows: 4 added issued API tokens).
     expect(versions.map((v) => v.version)).toEqual(migrations.map((m) => m.version));
     expect(versions.length).toBeGreaterThanOrEqual(4);

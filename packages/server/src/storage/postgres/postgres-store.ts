@@ -3,7 +3,14 @@ import type { NewPlant } from "@plantstore/schema";
 import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { plantFromRow, plantRow, samePlant, type PlantRow } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome, ListedPlant, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
+import type {
+  CreateOutcome,
+  DeleteOutcome,
+  ListedPlant,
+  ListOptions,
+  MigrationStatus,
+  PlantStore,
+} from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
@@ -141,13 +148,20 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     for (const plant of plants) if (!firsts.has(plant.id)) firsts.set(plant.id, plant);
     let pending = [...firsts.values()];
     for (let round = 0; pending.length > 0; round++) {
-      if (round >= MAX_SETTLE_ROUNDS) throw new Error("could not settle a batch: its ids kept being deleted and created");
+      if (round >= MAX_SETTLE_ROUNDS)
+        throw new Error("could not settle a batch: its ids kept being deleted and created");
       const created = await this.#insert(pending);
-      for (const plant of pending) if (created.has(plant.id)) result.set(plant.id, { name: plant.name, tag: plant.tag, created: true });
+      for (const plant of pending)
+        if (created.has(plant.id)) result.set(plant.id, { name: plant.name, tag: plant.tag, created: true });
       const existing = pending.filter((p) => !created.has(p.id));
       if (existing.length === 0) break;
       const rows = await this.#withRetry(() =>
-        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = ANY($1::bigint[])", [existing.map((p) => p.id)], "plants_existing"),
+        query<PlantRow>(
+          this.#pool,
+          "SELECT id, name, tag FROM plants WHERE id = ANY($1::bigint[])",
+          [existing.map((p) => p.id)],
+          "plants_existing",
+        ),
       );
       for (const row of rows) result.set(row.id, { name: row.name, tag: row.tag, created: false });
       // Gone again in between (deleted by someone else): try to insert those once more.
@@ -160,14 +174,19 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     const withEvents = this.#subscribersSeen;
     const now = Date.now();
     const rows = await this.#withRetry(() =>
-      query<{ id: bigint | null; events: bigint | null; subscribed: boolean | null }>(this.#pool, INSERT_BATCH, [
-        bigintArrayLiteral(plants.map((p) => p.id)),
-        textArrayLiteral(plants.map((p) => p.name)),
-        textArrayLiteral(plants.map((p) => p.tag)),
-        withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
-        withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
-        now,
-      ], "plants_insert_batch"),
+      query<{ id: bigint | null; events: bigint | null; subscribed: boolean | null }>(
+        this.#pool,
+        INSERT_BATCH,
+        [
+          bigintArrayLiteral(plants.map((p) => p.id)),
+          textArrayLiteral(plants.map((p) => p.name)),
+          textArrayLiteral(plants.map((p) => p.tag)),
+          withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
+          withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
+          now,
+        ],
+        "plants_insert_batch",
+      ),
     );
     const created = new Set<bigint>();
     let events = 0n;
@@ -209,7 +228,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async get(id: bigint): Promise<NewPlant | undefined> {
     this.#refuseWhenClosed();
-    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"));
+    const rows = await this.#withRetry(() =>
+      query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
+    );
     const row = rows[0];
     return row === undefined ? undefined : plantFromRow(row);
   }
@@ -224,7 +245,11 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           : ["plants_list_after", "SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2", [after, limit]]
         : after === undefined
           ? ["plants_list_tag", "SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2", [tag, limit]]
-          : ["plants_list_tag_after", "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3", [tag, after, limit]];
+          : [
+              "plants_list_tag_after",
+              "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3",
+              [tag, after, limit],
+            ];
     const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
     return rows.map(plantFromRow);
   }

@@ -63,11 +63,18 @@ export class PostgresTokenStore implements TokenStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    return (await query<TokenRow>(this.#pool, `SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at DESC, id`)).map(toRecord);
+    return (await query<TokenRow>(this.#pool, `SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at DESC, id`)).map(
+      toRecord,
+    );
   }
 
   async findToken(id: string): Promise<(TokenRecord & { secretHash: Buffer }) | undefined> {
-    const rows = await query<TokenRow>(this.#pool, `SELECT ${COLUMNS} FROM api_tokens WHERE id = $1`, [id], "plantstore_find_token");
+    const rows = await query<TokenRow>(
+      this.#pool,
+      `SELECT ${COLUMNS} FROM api_tokens WHERE id = $1`,
+      [id],
+      "plantstore_find_token",
+    );
     const row = rows[0];
     return row === undefined ? undefined : { ...toRecord(row), secretHash: row.secret_hash };
   }
@@ -76,11 +83,17 @@ export class PostgresTokenStore implements TokenStore {
     return inTransaction(this.#pool, async (client) => {
       // An id wins over a name, so `revoke <id>` always means that token. FOR UPDATE: two
       // concurrent revocations of one token record one time.
-      const byId = await client.query<TokenRow>(`SELECT ${COLUMNS} FROM api_tokens WHERE id = $1 FOR UPDATE`, [idOrName]);
+      const byId = await client.query<TokenRow>(`SELECT ${COLUMNS} FROM api_tokens WHERE id = $1 FOR UPDATE`, [
+        idOrName,
+      ]);
       const row =
         byId.rows[0] ??
-        (await client.query<TokenRow>(`SELECT ${COLUMNS} FROM api_tokens WHERE name = $1 AND revoked_at IS NULL FOR UPDATE`, [idOrName]))
-          .rows[0];
+        (
+          await client.query<TokenRow>(
+            `SELECT ${COLUMNS} FROM api_tokens WHERE name = $1 AND revoked_at IS NULL FOR UPDATE`,
+            [idOrName],
+          )
+        ).rows[0];
       if (row === undefined) return undefined;
       if (row.revoked_at !== null) return toRecord(row);
       await client.query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2", [now, row.id]);

@@ -1,6 +1,20 @@
 import type { Pool } from "pg";
-import { newSubscriberId, type AttemptRow, type DeliveryRow, type ReplayOutcome, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
-import { attemptFromRow, deliveryFromRow, subscriberFromRow, type StoredAttempt, type StoredDelivery, type StoredSubscriber } from "../webhook-rows.ts";
+import {
+  newSubscriberId,
+  type AttemptRow,
+  type DeliveryRow,
+  type ReplayOutcome,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../webhook-admin.ts";
+import {
+  attemptFromRow,
+  deliveryFromRow,
+  subscriberFromRow,
+  type StoredAttempt,
+  type StoredDelivery,
+  type StoredSubscriber,
+} from "../webhook-rows.ts";
 import { createPostgresPool, inTransaction, query, type PostgresSettings } from "./pool.ts";
 
 /** Webhook administration on PostgreSQL; every instance sees a change with its next write. */
@@ -8,7 +22,11 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
   readonly #pool: Pool;
 
   constructor(settings: PostgresSettings) {
-    this.#pool = createPostgresPool({ ...settings, poolSize: 1, applicationName: settings.applicationName ?? "plantstore-admin" });
+    this.#pool = createPostgresPool({
+      ...settings,
+      poolSize: 1,
+      applicationName: settings.applicationName ?? "plantstore-admin",
+    });
   }
 
   async close(): Promise<void> {
@@ -77,7 +95,13 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
       );
       const row = rows[0];
       const outcome: ReplayOutcome =
-        row === undefined ? "no_delivery" : row.active === null ? "subscriber_removed" : row.active ? "queued" : "subscriber_disabled";
+        row === undefined
+          ? "no_delivery"
+          : row.active === null
+            ? "subscriber_removed"
+            : row.active
+              ? "queued"
+              : "subscriber_disabled";
       if (outcome === "queued") {
         await client.query(
           "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1, lease_until = 0, updated_at = $1 WHERE id = $2",

@@ -28,7 +28,15 @@ export class PostgresWebhookQueue {
     return rows[0]?.due === true;
   }
 
-  async claimDeliveries({ now, leaseUntil, limit }: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
+  async claimDeliveries({
+    now,
+    leaseUntil,
+    limit,
+  }: {
+    now: number;
+    leaseUntil: number;
+    limit: number;
+  }): Promise<ClaimedDelivery[]> {
     const rows = await query<{
       id: bigint;
       attempts: number;
@@ -94,10 +102,10 @@ export class PostgresWebhookQueue {
       );
       if (a.result === "gone") {
         // 410 Gone: the receiver asks us to stop (Standard Webhooks); nothing more is sent to it.
-        await client.query("UPDATE webhook_subscribers SET active = false, disabled_reason = $1 WHERE id = $2 AND active", [
-          "410 Gone from the receiver",
-          a.subscriberId,
-        ]);
+        await client.query(
+          "UPDATE webhook_subscribers SET active = false, disabled_reason = $1 WHERE id = $2 AND active",
+          ["410 Gone from the receiver", a.subscriberId],
+        );
         await client.query(
           "UPDATE webhook_deliveries SET status = 'cancelled', updated_at = $1 WHERE subscriber_id = $2 AND status = 'pending'",
           [a.attemptedAt, a.subscriberId],
@@ -107,7 +115,10 @@ export class PostgresWebhookQueue {
   }
 
   async webhookBacklog(): Promise<number> {
-    const rows = await query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'");
+    const rows = await query<{ n: bigint }>(
+      this.#pool,
+      "SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'",
+    );
     return Number(rows[0]?.n ?? 0n);
   }
 }

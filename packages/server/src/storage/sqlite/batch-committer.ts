@@ -3,7 +3,14 @@ import type { ItemFailure } from "../group-commit.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
 import { samePlant, type PlantRow } from "../plant-rows.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
-import type { AttemptRecord, BatchRequest, BatchResult, ClaimedDelivery, ItemResult, WriteOp } from "./writer-protocol.ts";
+import type {
+  AttemptRecord,
+  BatchRequest,
+  BatchResult,
+  ClaimedDelivery,
+  ItemResult,
+  WriteOp,
+} from "./writer-protocol.ts";
 
 /**
  * Commits one batch of writes (creations, deletions and webhook bookkeeping, in arrival order) in
@@ -83,8 +90,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     }>;
     return rows.flatMap((row) => {
       const details = claimDetails.get(row.event_id, row.subscriber_id) as
-        | { message_id: string; payload: string; created_at: number | bigint; url: string; secret: string }
-        | undefined;
+        { message_id: string; payload: string; created_at: number | bigint; url: string; secret: string } | undefined;
       if (details === undefined) {
         // Its subscriber was removed or disabled meanwhile: nothing to send, and it must not be
         // claimed again (it would come first in every claim, ahead of deliveries that can be sent).
@@ -155,6 +161,12 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       if (db.isTransaction) db.exec("ROLLBACK");
       return { kind: "failed", batchId: request.batchId, error: String(error) };
     }
-    return { kind: "committed", batchId: request.batchId, results, commitMs: performance.now() - started, eventsWritten };
+    return {
+      kind: "committed",
+      batchId: request.batchId,
+      results,
+      commitMs: performance.now() - started,
+      eventsWritten,
+    };
   };
 }

@@ -32,9 +32,14 @@ describe("plantstore-server migrate without DATABASE_URL", () => {
     try {
       // journal_mode=WAL is a property of the file, so a second connection sees it.
       expect(db.prepare("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
-      const versions = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all().map((r) => Number(r["version"]));
+      const versions = db
+        .prepare("SELECT version FROM schema_migrations ORDER BY version")
+        .all()
+        .map((r) => Number(r["version"]));
       expect(versions).toEqual(migrations.map((m) => m.version));
-      expect(db.prepare("SELECT type FROM pragma_table_info('plants') WHERE name = 'id'").get()).toEqual({ type: "INTEGER" });
+      expect(db.prepare("SELECT type FROM pragma_table_info('plants') WHERE name = 'id'").get()).toEqual({
+        type: "INTEGER",
+      });
     } finally {
       db.close();
     }

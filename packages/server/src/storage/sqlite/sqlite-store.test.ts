@@ -18,7 +18,9 @@ describe("SqliteStore batches", () => {
     try {
       // A real database-side failure for one row: the trigger aborts just that statement.
       const admin = new DatabaseSync(database.name);
-      admin.exec("CREATE TRIGGER refuse_boom BEFORE INSERT ON plants WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END");
+      admin.exec(
+        "CREATE TRIGGER refuse_boom BEFORE INSERT ON plants WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END",
+      );
       admin.close();
       const results = await Promise.allSettled([
         store.create({ id: 10n, name: "ok-1" }),

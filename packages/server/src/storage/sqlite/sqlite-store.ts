@@ -6,7 +6,14 @@ import type { NewPlant } from "@plantstore/schema";
 import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome, ListedPlant, ListOptions, MigrationStatus, PlantStore } from "../plant-store.ts";
+import type {
+  CreateOutcome,
+  DeleteOutcome,
+  ListedPlant,
+  ListOptions,
+  MigrationStatus,
+  PlantStore,
+} from "../plant-store.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
@@ -71,7 +78,10 @@ function isOutOfRange(error: unknown): boolean {
 }
 
 // Under vitest and `dev` this module runs from its .ts source, built it is .js: start the writer alike.
-const WRITER_URL = new URL(import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js", import.meta.url);
+const WRITER_URL = new URL(
+  import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js",
+  import.meta.url,
+);
 
 function page(statements: ListStatements, { limit, after, tag }: ListOptions): Array<PlantRowArray | PlantRow> {
   return (
@@ -104,7 +114,9 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   readonly #inline: ((request: BatchRequest) => BatchResult) | undefined;
   readonly #writes: GroupCommit<WriteOp, ItemResult>;
   #writer: Worker | undefined;
-  #inFlight: { batchId: number; resolve: (batch: CommittedBatch<ItemResult>) => void; reject: (error: unknown) => void } | undefined;
+  #inFlight:
+    | { batchId: number; resolve: (batch: CommittedBatch<ItemResult>) => void; reject: (error: unknown) => void }
+    | undefined;
   #nextBatchId = 1;
   readonly #eventListeners: Array<() => void> = [];
   #dueStatement: StatementSync | undefined;
@@ -165,7 +177,9 @@ export class SqliteStore implements PlantStore, WebhookQueue {
 
   /** Deliveries not yet delivered nor given up: the outbox depth, for metrics. */
   async webhookBacklog(): Promise<number> {
-    const row = this.#db.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get() as { n: bigint };
+    const row = this.#db.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'pending'").get() as {
+      n: bigint;
+    };
     return Number(row.n);
   }
 

@@ -57,9 +57,7 @@ export class SqliteTokenStore implements TokenStore {
     this.#db = db;
     this.#find = db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE id = ?`);
     this.#version = db.prepare("SELECT version FROM api_token_changes WHERE id = 1");
-    this.#touch = db.prepare(
-      "UPDATE api_tokens SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?",
-    );
+    this.#touch = db.prepare("UPDATE api_tokens SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?");
   }
 
   static open(options: SqliteTokenStoreOptions): SqliteTokenStore {
@@ -92,7 +90,9 @@ export class SqliteTokenStore implements TokenStore {
     try {
       this.#transaction(() => {
         this.#db
-          .prepare("INSERT INTO api_tokens (id, name, scopes, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)")
+          .prepare(
+            "INSERT INTO api_tokens (id, name, scopes, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+          )
           .run(token.id, token.name, token.scopes.join(" "), token.secretHash, token.createdAt, token.expiresAt);
         this.#bumpVersion();
       });
@@ -120,8 +120,7 @@ export class SqliteTokenStore implements TokenStore {
       const row =
         (this.#find.get(idOrName) as TokenRow | undefined) ??
         (this.#db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE name = ? AND revoked_at IS NULL`).get(idOrName) as
-          | TokenRow
-          | undefined);
+          TokenRow | undefined);
       if (row === undefined) return undefined;
       if (row.revoked_at === null) {
         this.#db.prepare("UPDATE api_tokens SET revoked_at = ? WHERE id = ?").run(now, row.id);

@@ -1,6 +1,20 @@
 import { DatabaseSync } from "node:sqlite";
-import { newSubscriberId, type AttemptRow, type DeliveryRow, type ReplayOutcome, type Subscriber, type WebhookAdmin } from "../webhook-admin.ts";
-import { attemptFromRow, deliveryFromRow, subscriberFromRow, type StoredAttempt, type StoredDelivery, type StoredSubscriber } from "../webhook-rows.ts";
+import {
+  newSubscriberId,
+  type AttemptRow,
+  type DeliveryRow,
+  type ReplayOutcome,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../webhook-admin.ts";
+import {
+  attemptFromRow,
+  deliveryFromRow,
+  subscriberFromRow,
+  type StoredAttempt,
+  type StoredDelivery,
+  type StoredSubscriber,
+} from "../webhook-rows.ts";
 
 /** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */
 export class SqliteWebhookAdmin implements WebhookAdmin {
@@ -17,7 +31,9 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
 
   async add(url: string, secret: string): Promise<Subscriber> {
     const id = newSubscriberId();
-    this.#db.prepare("INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES (?, ?, ?, ?)").run(id, url, secret, Date.now());
+    this.#db
+      .prepare("INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES (?, ?, ?, ?)")
+      .run(id, url, secret, Date.now());
     return (await this.list()).find((s) => s.id === id)!;
   }
 
@@ -33,7 +49,9 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
     try {
       const removed = Number(this.#db.prepare("DELETE FROM webhook_subscribers WHERE id = ?").run(id).changes) === 1;
       this.#db
-        .prepare("UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE subscriber_id = ? AND status = 'pending'")
+        .prepare(
+          "UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE subscriber_id = ? AND status = 'pending'",
+        )
         .run(Date.now(), id);
       this.#db.exec("COMMIT");
       return removed;
@@ -57,7 +75,9 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
 
   async attempts(deliveryId: number): Promise<AttemptRow[]> {
     const rows = this.#db
-      .prepare("SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id")
+      .prepare(
+        "SELECT attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id",
+      )
       .all(deliveryId) as StoredAttempt[];
     return rows.map(attemptFromRow);
   }
@@ -73,10 +93,18 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
         )
         .get(id) as { active: number | null } | undefined;
       const outcome =
-        row === undefined ? "no_delivery" : row.active === null ? "subscriber_removed" : row.active === 1 ? "queued" : "subscriber_disabled";
+        row === undefined
+          ? "no_delivery"
+          : row.active === null
+            ? "subscriber_removed"
+            : row.active === 1
+              ? "queued"
+              : "subscriber_disabled";
       if (outcome === "queued") {
         this.#db
-          .prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, updated_at = ? WHERE id = ?")
+          .prepare(
+            "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, updated_at = ? WHERE id = ?",
+          )
           .run(now, now, id);
       }
       this.#db.exec("COMMIT");

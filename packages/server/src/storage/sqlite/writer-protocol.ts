@@ -22,8 +22,15 @@ export type WriteOp =
 export type CloseRequest = { kind: "close" };
 
 /** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
-export type ItemResult = { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true };
+export type ItemResult =
+  { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true };
 
 export type BatchResult =
-  | { kind: "committed"; batchId: number; results: Array<ItemResult | ItemFailure>; commitMs: number; eventsWritten: number }
+  | {
+      kind: "committed";
+      batchId: number;
+      results: Array<ItemResult | ItemFailure>;
+      commitMs: number;
+      eventsWritten: number;
+    }
   | { kind: "failed"; batchId: number; error: string };

@@ -22,3 +22,22 @@ export async function readBodyText(response: Response): Promise<string> {
     });
   }
 }
+
+/**
+ * The body of an answer whose only success is 200, parsed as JSON (`parse`: lossless where ids
+ * can exceed 2^53); any other 2xx is a protocol error, an error status throws its typed error.
+ */
+export async function readJson200(response: Response, parse: (text: string) => unknown): Promise<unknown> {
+  const { status } = response;
+  if (status !== 200) {
+    if (status >= 200 && status < 300)
+      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
+    return throwErrorResponse(response);
+  }
+  const text = await readBodyText(response);
+  try {
+    return parse(text);
+  } catch (error) {
+    throw new PlantStoreProtocolError(`HTTP ${status}: the response body is not JSON`, { status, cause: error });
+  }
+}

@@ -1,5 +1,5 @@
 import { ListPlantsQuery, parseJsonLossless, PlantList, toInt64, type NewPlant } from "@plantstore/schema";
-import { readBodyText, throwErrorResponse } from "./error-response.ts";
+import { readJson200 } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
 import { nextPageQuery } from "./next-page.ts";
 import type { Connection } from "./send-request.ts";
@@ -71,18 +71,7 @@ export async function listPlants(
   const response = await connection.send(url, { method: "GET", signal });
   const { status } = response;
   // The interface defines only 200 as success for a listing.
-  if (status !== 200) {
-    if (status >= 200 && status < 300)
-      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
-    return throwErrorResponse(response);
-  }
-  const text = await readBodyText(response);
-  let body: unknown;
-  try {
-    body = parseJsonLossless(text);
-  } catch (error) {
-    throw new PlantStoreProtocolError(`HTTP ${status}: the response body is not JSON`, { status, cause: error });
-  }
+  const body = await readJson200(response, parseJsonLossless);
   const plants = PlantList.safeParse(body);
   if (!plants.success) {
     throw new PlantStoreProtocolError(`HTTP ${status}: the response body is not a list of plants`, {

@@ -1,5 +1,5 @@
 import { WhoAmI } from "@plantstore/schema";
-import { readBodyText, throwErrorResponse } from "./error-response.ts";
+import { readJson200 } from "./error-response.ts";
 import { PlantStoreProtocolError } from "./errors.ts";
 import type { Connection } from "./send-request.ts";
 
@@ -9,18 +9,7 @@ export async function whoAmI(connection: Connection, signal: AbortSignal | undef
   const url = `${connection.plantsUrl.slice(0, -"/plants".length)}/whoami`;
   const response = await connection.send(url, { method: "GET", signal });
   const { status } = response;
-  if (status !== 200) {
-    if (status >= 200 && status < 300)
-      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
-    return throwErrorResponse(response);
-  }
-  const text = await readBodyText(response);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new PlantStoreProtocolError("HTTP 200: the response body is not JSON", { status, cause: error });
-  }
+  const body = await readJson200(response, JSON.parse);
   const parsed = WhoAmI.safeParse(body);
   if (!parsed.success)
     throw new PlantStoreProtocolError("HTTP 200: the response body is not a WhoAmI", { status, cause: parsed.error });

@@ -1,4 +1,5 @@
 import { request as httpRequest } from "node:http";
+import { Writable } from "node:stream";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
 import { seedDocument } from "@plantstore/test-support/seed-document";
@@ -184,4 +185,21 @@ export function expectErrorShape(response: TestResponse, status: number, code: n
   if (body["error"] !== code) throw new Error(`expected error ${code}, got ${String(body["error"])}: ${response.text}`);
   if (typeof body["message"] !== "string" || body["message"].length === 0) throw new Error("empty message");
   if (/\bat .+:\d+:\d+/.test(String(body["message"]))) throw new Error(`message leaks a stack: ${response.text}`);
+}
+
+/** A log destination that keeps each JSON line a server writes, for tests that read its log. */
+export function logLines(): { lines: string[]; sink: Writable } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(
+        ...chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((l) => l.length > 0),
+      );
+      done();
+    },
+  });
+  return { lines, sink };
 }

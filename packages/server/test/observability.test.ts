@@ -2,11 +2,10 @@ import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { expectErrorShape, rawRequest, testConfig, TOKEN } from "./harness.ts";
+import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "./harness.ts";
 import { BIN } from "./spawned-server.ts";
 import { createTestDatabase } from "./test-database.ts";
 
@@ -18,18 +17,7 @@ afterEach(async () => {
 /** The real server with its JSON log lines captured in memory. */
 async function serverWithLogs(overrides: Partial<Config> = {}) {
   const database = await createTestDatabase();
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString("utf8")
-          .split("\n")
-          .filter((l) => l.length > 0),
-      );
-      done();
-    },
-  });
+  const { lines, sink } = logLines();
   const running = await startServer({
     config: testConfig(database.url, { logLevel: "info", ...overrides }),
     logger: createLogger(overrides.logLevel ?? "info", sink),

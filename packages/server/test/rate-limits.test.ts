@@ -2,13 +2,20 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createServer as createHttpServer } from "node:http";
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
-import { Writable } from "node:stream";
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { expectErrorShape, rawRequest, startTestServer, testConfig, TOKEN, type TestResponse } from "./harness.ts";
+import {
+  expectErrorShape,
+  logLines,
+  rawRequest,
+  startTestServer,
+  testConfig,
+  TOKEN,
+  type TestResponse,
+} from "./harness.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 import { databaseUrlOf, issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 
@@ -204,18 +211,7 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
 describe("rate limits when Redis is down (fail open to per-instance counts)", () => {
   it("keeps serving, still limits within this instance, and says so in the log and the metrics", async () => {
     await using database = await createTestDatabase();
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(
-          ...chunk
-            .toString("utf8")
-            .split("\n")
-            .filter((l) => l.length > 0),
-        );
-        done();
-      },
-    });
+    const { lines, sink } = logLines();
     const overrides: Partial<Config> = {
       logLevel: "info",
       // Nothing listens on port 1.

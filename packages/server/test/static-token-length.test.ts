@@ -1,9 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { startServer } from "../src/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { testConfig } from "./harness.ts";
+import { logLines, testConfig } from "./harness.ts";
 import { createTestDatabase } from "./test-database.ts";
 
 /**
@@ -13,18 +12,7 @@ import { createTestDatabase } from "./test-database.ts";
  */
 async function startupLog(tokens: string[]): Promise<Array<{ level: number; msg: string; count?: number }>> {
   await using database = await createTestDatabase();
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString("utf8")
-          .split("\n")
-          .filter((l) => l.length > 0),
-      );
-      done();
-    },
-  });
+  const { lines, sink } = logLines();
   const running = await startServer({
     config: testConfig(database.url, { tokens, logLevel: "info" }),
     logger: createLogger("info", sink),

@@ -58,6 +58,13 @@ async function admin(server: TestServer): Promise<WebhookAdmin> {
   return opened;
 }
 
+/** The newest delivery, once its event has been delivered. */
+async function newestDelivered(history: WebhookAdmin) {
+  const newest = async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0];
+  await until(async () => (await newest())?.status === "delivered", 5_000, "delivered");
+  return (await newest())!;
+}
+
 describe("webhook targets given as a private IP literal", () => {
   it("are never contacted without the allow-list, though no DNS lookup is made for them", async () => {
     const receiver = await startReceiver(() => ({ status: 200 }));
@@ -89,12 +96,7 @@ describe("the per-attempt timeout", () => {
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);
     expect(second!.at - first!.at).toBeLessThan(8_000);
     const history = await admin(server);
-    await until(
-      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
-      5_000,
-      "delivered",
-    );
-    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
+    const delivery = await newestDelivered(history);
     expect(delivery).toMatchObject({ attempts: 2, lastStatus: 200 });
     expect(await history.attempts(delivery!.id)).toEqual([
       expect.objectContaining({ statusCode: null, error: "no answer within 300 ms" }),
@@ -111,11 +113,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":3,"name":"retried"}');
     await until(() => receiver.received.length === 4, 15_000, "four attempts");
     const history = await admin(server);
-    await until(
-      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
-      5_000,
-      "delivered",
-    );
+    await newestDelivered(history);
 
     const all = await webhooksCli(server, ["deliveries", "--json"]);
     expect(all.code).toBe(0);
@@ -175,12 +173,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":5,"name":"again"}');
     await until(() => receiver.received.length === 1, 10_000, "the delivery");
     const history = await admin(server);
-    await until(
-      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
-      5_000,
-      "delivered",
-    );
-    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
+    const delivery = await newestDelivered(history);
     expect((await webhooksCli(server, ["replay", String(delivery!.id)])).code).toBe(0);
     await until(() => receiver.received.length === 2, 10_000, "the replay");
     expect(receiver.received[1]!.headers["webhook-id"]).toBe(receiver.received[0]!.headers["webhook-id"]);
@@ -207,12 +200,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await server.createRaw('{"id":6,"name":"first"}');
     await until(() => gone.received.length === 1, 10_000, "the first delivery");
     const history = await admin(server);
-    await until(
-      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.status === "delivered",
-      5_000,
-      "delivered",
-    );
-    const [delivery] = await history.deliveries({ failedOnly: false, limit: 1 });
+    const delivery = await newestDelivered(history);
     expect((await webhooksCli(server, ["remove", delivery!.subscriberId])).code).toBe(0);
     await history.add(staying.url, SECRET);
 

@@ -2,16 +2,8 @@ import { Agent } from "node:http";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../test-database.ts";
-import {
-  idOf,
-  postPlant,
-  runBin,
-  startReceiver,
-  startServerProcess,
-  until,
-  type Answer,
-  type ServerProcess,
-} from "./processes.ts";
+import { startReceiver } from "../webhook-receiver.ts";
+import { idOf, postPlant, runBin, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
 
 const TOKEN = "multi-instance-token-0123456789abcdef";
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
@@ -31,7 +23,7 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
   it("store every id exactly once, answer 200 or 409 as the content says, and deliver every event once", async () => {
     const database = await createTestDatabase("postgres");
     cleanups.push(() => database.dispose());
-    const receiver = await startReceiver();
+    const receiver = await startReceiver(() => ({ status: 200 }));
     cleanups.push(() => receiver.close());
     const env = {
       DATABASE_URL: database.url,

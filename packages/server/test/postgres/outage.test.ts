@@ -1,9 +1,9 @@
 import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest } from "../harness.ts";
-import { createTestDatabase, TEST_POSTGRES_URL, withAdminClient, type TestDatabase } from "../test-database.ts";
+import { createTestDatabase, withAdminClient, type TestDatabase } from "../test-database.ts";
 import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
-import { startTcpProxy } from "./tcp-proxy.ts";
+import { databaseBehindProxy } from "./tcp-proxy.ts";
 
 const TOKEN = "outage-token-0123456789abcdefghijklmn";
 // Short on purpose, so the test can check the documented bound: no request waits longer than the
@@ -118,16 +118,10 @@ describe("PostgreSQL connections terminated under load (pg_terminate_backend)", 
 
 describe("PostgreSQL unreachable through the network (a TCP proxy cut, then restored)", () => {
   async function serverBehindProxy() {
-    const database = await createTestDatabase("postgres");
-    cleanups.push(() => database.dispose());
-    const upstream = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
-    cleanups.push(() => proxy.close());
-    const viaProxy = new URL(database.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
+    const { database, proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
     const server = await startServerProcess({
-      DATABASE_URL: viaProxy.toString(),
+      DATABASE_URL: url,
       PLANTSTORE_TOKENS: TOKEN,
       PLANTSTORE_PG_POOL_SIZE: "6",
       PLANTSTORE_PG_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),

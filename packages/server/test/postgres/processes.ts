@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createServer, request, type Agent, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { request, type Agent } from "node:http";
 import { fileURLToPath } from "node:url";
 import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt } from "../harness.ts";
@@ -68,30 +67,6 @@ export function runBin(args: string[], env: Record<string, string>): Promise<{ c
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
     child.on("exit", (code) => resolve({ code, out }));
   });
-}
-
-export type Received = { headers: IncomingHttpHeaders; body: string };
-
-/** A webhook receiver on loopback that answers 200 to everything and keeps what it got. */
-export async function startReceiver(): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
-  const received: Received[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
-      received.push({ headers: req.headers, body });
-      res.writeHead(200);
-      res.end();
-    });
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
 }
 
 export type Answer = { status: number; text: string; ms: number };

@@ -1,9 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
-import { createTestDatabase, TEST_POSTGRES_URL } from "../test-database.ts";
 import { BIN, until } from "./processes.ts";
-import { startTcpProxy } from "./tcp-proxy.ts";
+import { databaseBehindProxy } from "./tcp-proxy.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -17,18 +16,12 @@ afterEach(async () => {
  */
 describe("plantstore-server serve signalled while it is still starting", () => {
   it("finishes starting, then stops cleanly with exit 0 instead of dying by the signal", async () => {
-    const database = await createTestDatabase("postgres");
-    cleanups.push(() => database.dispose());
-    const upstream = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
-    cleanups.push(() => proxy.close());
-    const viaProxy = new URL(database.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
+    const { proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
 
     proxy.hold();
     const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
-      env: { ...process.env, DATABASE_URL: viaProxy.toString(), PLANTSTORE_TOKENS: "", PLANTSTORE_LOG_LEVEL: "info" },
+      env: { ...process.env, DATABASE_URL: url, PLANTSTORE_TOKENS: "", PLANTSTORE_LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
+import { createTestDatabase, TEST_POSTGRES_URL, type TestDatabase } from "../test-database.ts";
 
 /**
  * A TCP proxy on loopback between the server and PostgreSQL, for fault injection on the network
@@ -100,4 +101,27 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * A scratch PostgreSQL database reached through a TcpProxy: `url` is the DATABASE_URL that goes
+ * through the proxy. `dispose()` closes the proxy, then drops the database.
+ */
+export async function databaseBehindProxy(): Promise<{
+  database: TestDatabase;
+  proxy: TcpProxy;
+  url: string;
+  dispose(): Promise<void>;
+}> {
+  const database = await createTestDatabase("postgres");
+  const upstream = new URL(TEST_POSTGRES_URL);
+  const proxy = await startTcpProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+  const viaProxy = new URL(database.url);
+  viaProxy.hostname = "127.0.0.1";
+  viaProxy.port = String(proxy.port);
+  const dispose = async () => {
+    await proxy.close();
+    await database.dispose();
+  };
+  return { database, proxy, url: viaProxy.toString(), dispose };
 }

@@ -9,13 +9,16 @@ export const LIST_LIMIT_MAX = 1000;
 
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 
+/** One value of a path or query parameter: present, and not repeated (a repeated one is an array). */
+const QueryValue = z.string({
+  error: (issue) => (issue.input === undefined ? "is required" : "must be a single value"),
+});
+
 /**
  * An int64 written in a path or query string. Only plain decimal integers: no `+`, no leading
  * zeros, no spaces, no exponent; the range is checked exactly on the bigint.
  */
-export const Int64Text = z
-  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a single value") })
-  .regex(INTEGER_TEXT, { error: "must be a decimal integer (int64)" })
+export const Int64Text = QueryValue.regex(INTEGER_TEXT, { error: "must be a decimal integer (int64)" })
   .transform((text) => BigInt(text))
   .pipe(Int64);
 
@@ -24,21 +27,18 @@ export const Int64Text = z
  * (page-cursor.ts), or a decimal id, the form it had first and still accepted. Either stands for
  * the id after which the page starts.
  */
-export const PageCursorText = z
-  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a single value") })
-  .transform((text, ctx) => {
-    if (INTEGER_TEXT.test(text)) return BigInt(text);
-    const id = decodePageCursor(text);
-    if (id === undefined) {
-      ctx.addIssue({
-        code: "custom",
-        message: "must be the cursor of a Link header's next link, or a decimal id (int64)",
-      });
-      return z.NEVER;
-    }
-    return id;
-  })
-  .pipe(Int64);
+export const PageCursorText = QueryValue.transform((text, ctx) => {
+  if (INTEGER_TEXT.test(text)) return BigInt(text);
+  const id = decodePageCursor(text);
+  if (id === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      message: "must be the cursor of a Link header's next link, or a decimal id (int64)",
+    });
+    return z.NEVER;
+  }
+  return id;
+}).pipe(Int64);
 
 const LimitText = z
   .string({ error: "must be a single value" })

@@ -51,7 +51,8 @@ export type BenchOptions = {
   /** Profile our server (node --cpu-prof) and print its top costs. */
   cpuProf: boolean;
   /** A bin.js of another build, run as the target `compare` beside ours. */
-  compareBin: string | undefined;
+  /** Other builds of the server, each run as a target of its own (`--compare-bin`, repeatable). */
+  compareBins: string[];
   /**
    * `static`: our server with a PLANTSTORE_TOKENS token (the default). `opaque` / `jwt`: also a
    * copy of our server, measured in the same alternating rounds, authenticated with an issued
@@ -89,7 +90,8 @@ export const USAGE = `Usage: pnpm bench [options]
   --auth <kind>         static (default) | opaque | jwt: also measure our server authenticating
                         an issued token or a JWT (target ours-<kind>), beside the static-token one
   --compare-bin <path>  also run this build of the server (its dist/bin.js) as target "compare",
-                        configured like the first of ours: two commits side by side in one run
+                        configured like the first of ours: two commits side by side in one run;
+                        repeat it for several builds (targets compare-1, compare-2, ...)
   --smoke               a short run proving the harness works
   --out <file>          write the JSON here instead of bench/results/<timestamp>.json
   --help                show this text
@@ -144,7 +146,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         interval: { type: "string" },
         "no-pin": { type: "boolean", default: false },
         "cpu-prof": { type: "boolean", default: false },
-        "compare-bin": { type: "string" },
+        "compare-bin": { type: "string", multiple: true },
         auth: { type: "string" },
         smoke: { type: "boolean", default: false },
         out: { type: "string" },
@@ -226,10 +228,13 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     if (scenario === "soak") throw new UsageError("--auth needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
   }
-  if (values["compare-bin"] !== undefined) {
-    if (scenario === "soak") throw new UsageError("--compare-bin needs the insert or list scenario");
-    variants.push({ ...variants[0]!, name: "compare", bin: values["compare-bin"] });
-  }
+  const compareBins = values["compare-bin"] ?? [];
+  if (compareBins.length > 0 && scenario === "soak")
+    throw new UsageError("--compare-bin needs the insert or list scenario");
+  // One build keeps the plain name "compare"; several are told apart by their position.
+  compareBins.forEach((bin, i) =>
+    variants.push({ ...variants[0]!, name: compareBins.length === 1 ? "compare" : `compare-${i + 1}`, bin }),
+  );
 
   const rateFraction = values["rate-fraction"] === undefined ? 0.7 : Number(values["rate-fraction"]);
   if (!(rateFraction > 0 && rateFraction <= 1))
@@ -251,7 +256,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
-    compareBin: values["compare-bin"],
+    compareBins,
     auth,
     smoke,
     out: values.out,

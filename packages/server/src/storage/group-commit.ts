@@ -18,6 +18,13 @@ export type GroupCommitOptions<Op, R> = {
   maxBatchSize: number;
   /** Batches committing at once (SQLite has one writer; PostgreSQL can use several connections). */
   maxBatchesInFlight: number;
+  /**
+   * While a batch commits, another one starts only once at least this many writes wait (default 1).
+   * Below that they wait for the commit in flight and go together: fewer, larger batches cost the
+   * database far less per write (see PostgresStore), and parallel batches still start when the
+   * queue outgrows what one commit at a time carries.
+   */
+  minOverlappingBatch?: number;
   /** Called after every committed batch, for metrics. */
   onCommit?: ((batchSize: number, commitMs: number) => void) | undefined;
 };
@@ -42,6 +49,7 @@ export class GroupCommit<Op, R> {
   readonly #commit: (ops: Op[]) => Promise<CommittedBatch<R>>;
   readonly #maxBatchSize: number;
   readonly #maxInFlight: number;
+  readonly #minOverlapping: number;
   readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
   #queue: Array<Pending<Op, R>> = [];
   #inFlight = 0;
@@ -53,6 +61,7 @@ export class GroupCommit<Op, R> {
     this.#commit = options.commit;
     this.#maxBatchSize = options.maxBatchSize;
     this.#maxInFlight = options.maxBatchesInFlight;
+    this.#minOverlapping = options.minOverlappingBatch ?? 1;
     this.#onCommit = options.onCommit;
   }
 
@@ -77,8 +86,14 @@ export class GroupCommit<Op, R> {
     }
   }
 
+  /** Whether another batch may start now: none in flight, or a queue worth a parallel commit. */
+  #mayStart(): boolean {
+    if (this.#inFlight >= this.#maxInFlight || this.#queue.length === 0) return false;
+    return this.#inFlight === 0 || this.#queue.length >= this.#minOverlapping;
+  }
+
   #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#queue.length === 0) return;
+    if (this.#scheduled || !this.#mayStart()) return;
     this.#scheduled = true;
     // After the current I/O phase, so requests parsed together travel together.
     setImmediate(() => {
@@ -88,7 +103,7 @@ export class GroupCommit<Op, R> {
   }
 
   #send(): void {
-    while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
+    while (this.#mayStart()) {
       this.#inFlight++;
       void this.#run(this.#queue.splice(0, this.#maxBatchSize));
     }

@@ -50,9 +50,6 @@ export type BenchOptions = {
   pin: boolean;
   /** Profile our server (node --cpu-prof) and print its top costs. */
   cpuProf: boolean;
-  /** A bin.js of another build, run as the target `compare` beside ours. */
-  /** Other builds of the server, each run as a target of its own (`--compare-bin`, repeatable). */
-  compareBins: string[];
   /**
    * `static`: our server with a PLANTSTORE_TOKENS token (the default). `opaque` / `jwt`: also a
    * copy of our server, measured in the same alternating rounds, authenticated with an issued
@@ -256,7 +253,6 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
-    compareBins,
     auth,
     smoke,
     out: values.out,

@@ -9,7 +9,7 @@ import { pino, type Logger, type LevelWithSilent } from "pino";
 const LOG_BLOCK_BYTES = 4000;
 /** A block that is not full goes out after this long anyway, so a quiet server's lines still appear. */
 const LOG_FLUSH_MS = 100;
-/** pino's numeric level of `warn`: warnings and errors are written at once, not held in a block. */
+/** pino's numeric level of `warn`: warnings and errors are flushed at once, not held for a full block. */
 const WARN = 40;
 
 /**
@@ -19,28 +19,23 @@ const WARN = 40;
  * Writes are asynchronous and batched: a log line must not cost a write(2) on the request path.
  * What is held is at most ~4 KB or 100 ms of info lines; pino writes it out when the process exits
  * (also on SIGTERM/SIGINT, which end the server through a normal exit). A SIGKILL or a power cut
- * can lose those last info lines, never a warning or an error, and never anything stored: a 200
- * waits for the database, not for the log.
+ * can lose those last info lines, and never anything stored: a 200 waits for the database, not for
+ * the log. A warning or an error is written at once, or, when a block is being written at that
+ * moment, with the next one (SonicBoom defers a flush behind a write in progress), within 100 ms.
  */
 export function createLogger(level: LevelWithSilent, destination?: NodeJS.WritableStream): Logger {
-  const stdout =
-    destination === undefined
-      ? pino.destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS })
-      : undefined;
   const options = {
     level,
     base: { service: "plantstore" },
     redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
-    ...(stdout === undefined
-      ? {}
-      : {
-          hooks: {
-            logMethod(this: Logger, args: Parameters<Logger["info"]>, method: Logger["info"], levelValue: number) {
-              method.apply(this, args);
-              if (levelValue >= WARN) stdout.flush();
-            },
-          },
-        }),
   };
-  return pino(options, destination ?? stdout!);
+  if (destination !== undefined) return pino(options, destination);
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS });
+  const hooks = {
+    logMethod(this: Logger, args: Parameters<Logger["info"]>, method: Logger["info"], levelValue: number) {
+      method.apply(this, args);
+      if (levelValue >= WARN) stdout.flush();
+    },
+  };
+  return pino({ ...options, hooks }, stdout);
 }

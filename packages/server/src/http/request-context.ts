@@ -1,13 +1,23 @@
 import { randomUUID } from "node:crypto";
 import type Koa from "koa";
 import type { Logger } from "pino";
-import type { Counter, Histogram } from "prom-client";
 import type { Metrics } from "../metrics.ts";
 
 // Echo a caller's id only when it is a plain token, so it is safe in logs and headers.
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export type RequestState = { requestId: string; route: string };
+
+/** One child per distinct label values, made on first use and kept. */
+function labelledChildren<C>(make: (...labels: string[]) => C): (...labels: string[]) => C {
+  const children = new Map<string, C>();
+  return (...labels) => {
+    const key = labels.join("\0");
+    let child = children.get(key);
+    if (child === undefined) children.set(key, (child = make(...labels)));
+    return child;
+  };
+}
 
 /**
  * Outermost middleware: gives every request an id (the caller's `X-Request-Id` when it is safe,
@@ -21,22 +31,10 @@ export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware
   // line's keys and was a sixth of the bytes allocated per request.
   const access = logger.child({}, { redact: { paths: [] } });
   // prom-client hashes a label object on every inc/observe (a measurable share of a request); the
-  // labelled children are kept here instead, keyed by what labels them. Routes are templates and
-  // statuses are few, so these maps stay small.
-  const counted = new Map<string, Counter.Internal>();
-  const timed = new Map<string, Histogram.Internal<"route" | "method">>();
-  const counter = (route: string, method: string, status: number) => {
-    const key = `${route} ${method} ${status}`;
-    let child = counted.get(key);
-    if (child === undefined) counted.set(key, (child = metrics.requests.labels({ route, method, status })));
-    return child;
-  };
-  const timer = (route: string, method: string) => {
-    const key = `${route} ${method}`;
-    let child = timed.get(key);
-    if (child === undefined) timed.set(key, (child = metrics.requestDuration.labels({ route, method })));
-    return child;
-  };
+  // labelled children are kept here instead. Routes are templates, methods are the parser's and
+  // statuses few, so these maps stay small.
+  const counter = labelledChildren((route, method, status) => metrics.requests.labels({ route, method, status }));
+  const timer = labelledChildren((route, method) => metrics.requestDuration.labels({ route, method }));
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get("x-request-id");
@@ -50,7 +48,7 @@ export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const status = ctx.status;
-      counter(state.route, ctx.method, status).inc();
+      counter(state.route, ctx.method, String(status)).inc();
       timer(state.route, ctx.method).observe(seconds);
       access.info(
         { reqId: requestId, method: ctx.method, route: state.route, status, ms: Math.round(seconds * 1e5) / 100 },

@@ -1,50 +1,10 @@
-import type { AddressInfo } from "node:net";
-import { initTRPC } from "@trpc/server";
-import Koa from "koa";
-import { z } from "zod";
+import { serveFloor, type FloorPlant } from "./floor-app.ts";
 
 /**
- * The design card's request path with nothing of ours around it: Koa reads and parses the body,
- * a tRPC procedure validates it with zod (input and output), and the plant goes into a Map in
- * memory. No authentication, access log, metrics, limits or durable storage. It is not a server
- * to ship but a floor to read our numbers against (bench/README.md): whatever our server adds
- * on top of this is what those cost. Run it beside ours with
- * `pnpm bench --compare-bin bench/src/floor-server.ts`.
+ * The floor (floor-app.ts) keeping plants in a Map: the design card's stack alone. Run it beside
+ * ours with `pnpm bench --compare-bin bench/src/floor-server.ts`.
  */
-const t = initTRPC.create();
-const Plant = z.strictObject({ name: z.string().min(1), tag: z.string().optional() });
-const NewPlant = Plant.extend({ id: z.number().int() });
-const plants = new Map<number, z.infer<typeof Plant>>();
-const create = t.procedure
-  .input(NewPlant)
-  .output(Plant)
-  .mutation(({ input }) => {
-    const plant = input.tag === undefined ? { name: input.name } : { name: input.name, tag: input.tag };
-    plants.set(input.id, plant);
-    return plant;
-  });
-const caller = t.createCallerFactory(t.router({ create }))({});
-
-const app = new Koa();
-app.use(async (ctx) => {
-  if (ctx.method !== "POST" || ctx.path !== "/plants") {
-    ctx.status = 404;
-    return;
-  }
-  const chunks: Buffer[] = [];
-  for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
-  const output = await caller.create(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-  ctx.status = 200;
-  ctx.type = "application/json";
-  ctx.body = JSON.stringify(output);
-});
-
-const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  // The same shape of line our server logs, so the harness starts it the same way.
-  process.stdout.write(`${JSON.stringify({ msg: "floor listening", url: `http://127.0.0.1:${port}` })}\n`);
-});
-process.once("SIGTERM", () => {
-  server.close(() => process.exit(0));
-  server.closeIdleConnections();
+const plants = new Map<number, FloorPlant>();
+serveFloor("floor", (plant) => {
+  plants.set(plant.id, plant);
 });

@@ -68,14 +68,17 @@ describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
   );
 
   it(
-    "insert: runs the reference servers (the design card's floor, the stock adapter) beside ours",
+    "insert: runs the reference servers (the design card's floor, without and with durable storage, and the stock adapter) beside ours",
     { timeout: 90_000 },
     async () => {
       const floor = fileURLToPath(new URL("../src/floor-server.ts", import.meta.url));
+      const durable = fileURLToPath(new URL("../src/floor-durable-server.ts", import.meta.url));
       const stock = fileURLToPath(new URL("../src/stock-adapter-server.ts", import.meta.url));
-      const result = await runBench("references", ["--compare-bin", floor, "--compare-bin", stock]);
+      const result = await runBench("references", [
+        ...["--compare-bin", floor, "--compare-bin", durable, "--compare-bin", stock],
+      ]);
       const targets = result["targets"] as Record<string, { summary: Summary }>;
-      expect(Object.keys(targets).sort()).toEqual(["baseline", "compare-1", "compare-2", "ours"]);
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "compare-1", "compare-2", "compare-3", "ours"]);
       // Each answered every request with the interface's body (any other body counts as a mismatch and fails the run).
       for (const { summary } of Object.values(targets)) {
         expect(summary.requests).toBeGreaterThan(0);

@@ -30,12 +30,28 @@ export function createLogger(level: LevelWithSilent, destination?: NodeJS.Writab
     redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
   };
   if (destination !== undefined) return pino(options, destination);
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS });
+  // Buffer mode: SonicBoom's default (text) mode measures the whole pending block with
+  // Buffer.byteLength on every line it appends; in buffer mode it adds up each line's length.
+  // Measured (pino with the access line's fields, 200k lines to /dev/null, one core): 2.8-3.5 µs
+  // of CPU per line in text mode against 1.7-1.8 µs. pino registers its exit flush on `stdout`
+  // itself, so nothing waits in `lines`: each line is handed over as it is written.
+  const stdout = pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: LOG_BLOCK_BYTES,
+    periodicFlush: LOG_FLUSH_MS,
+    contentMode: "buffer",
+  });
+  const lines = {
+    // SonicBoom's types describe only its text mode; in buffer mode write() takes a Buffer.
+    write: (line: string) => stdout.write(Buffer.from(line) as unknown as string),
+    flush: (done?: (error?: Error) => void) => stdout.flush(done),
+  };
   const hooks = {
     logMethod(this: Logger, args: Parameters<Logger["info"]>, method: Logger["info"], levelValue: number) {
       method.apply(this, args);
       if (levelValue >= WARN) stdout.flush();
     },
   };
-  return pino({ ...options, hooks }, stdout);
+  return pino({ ...options, hooks }, lines);
 }

@@ -33,10 +33,14 @@ export type AppOptions = {
   trustedProxies?: readonly string[];
 };
 
+// What Koa's `ctx.type = "application/json"` sets, written as the header itself: the type setter
+// looks the name up in mime-db on every call, ~1.5% of a request's main-thread CPU in the profile.
+const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
 function sendError(ctx: Koa.Context, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
-  ctx.type = "application/json";
+  ctx.set("Content-Type", JSON_CONTENT_TYPE);
   ctx.body = JSON.stringify(error.body);
 }
 
@@ -162,7 +166,7 @@ export function createApp(options: AppOptions): Koa {
       return;
     }
     ctx.status = 200;
-    ctx.type = "application/json";
+    ctx.set("Content-Type", JSON_CONTENT_TYPE);
     // Ids in answers are exact int64 JSON integers.
     ctx.body = stringifyJsonLossless(output);
   });

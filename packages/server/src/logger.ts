@@ -2,11 +2,15 @@ import { pino, type Logger, type LevelWithSilent } from "pino";
 
 /**
  * Lines are written to stdout in blocks of about this many bytes (some 15 access lines) rather
- * than one write(2) each. Below PIPE_BUF (4096), so one block is one atomic write to a pipe.
+ * than one write(2) each. No block passes PIPE_BUF (lines that arrive while a block is being
+ * written start the next one rather than grow it past that), so each is one atomic write to a
+ * pipe; only a single line longer than PIPE_BUF goes out alone, over it.
  * Measured (bench/README.md): one write per line was 12-20% of the server's CPU per request, the
  * largest single entry of its profile.
  */
 const LOG_BLOCK_BYTES = 4000;
+/** The most one write(2) carries: PIPE_BUF, the size up to which a write to a pipe is atomic. */
+const PIPE_BUF = 4096;
 /** A block that is not full goes out after this long anyway, so a quiet server's lines still appear. */
 const LOG_FLUSH_MS = 100;
 /** pino's numeric level of `warn`: warnings and errors are flushed at once, not held for a full block. */
@@ -39,6 +43,7 @@ export function createLogger(level: LevelWithSilent, destination?: NodeJS.Writab
     dest: 1,
     sync: false,
     minLength: LOG_BLOCK_BYTES,
+    maxWrite: PIPE_BUF,
     periodicFlush: LOG_FLUSH_MS,
     contentMode: "buffer",
   });

@@ -23,8 +23,6 @@ export type PostgresStoreOptions = PostgresSettings & {
   maxBatchSize?: number;
   /** Batches in flight at once, each on its own connection. */
   maxBatchesInFlight?: number;
-  /** While one batch commits, another starts only once this many creations wait (see GroupCommit). */
-  minOverlappingBatch?: number;
   /** Called after every committed batch of creations, for metrics. */
   onCommit?: (batchSize: number, commitMs: number) => void;
   /** Apply pending migrations before serving (default true). */
@@ -102,7 +100,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       // measured 180, 31 and 11 µs per creation): a second statement for a handful of creations
       // costs more than it saves. At 32 connections groups grew from ~9 to ~15 creations, and the
       // database's CPU per creation fell from ~27-33 to ~19 µs at the same req/s (bench/README.md).
-      minOverlappingBatch: options.minOverlappingBatch ?? 16,
+      minOverlappingBatch: 16,
       onCommit: options.onCommit,
     });
   }

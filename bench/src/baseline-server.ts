@@ -1,5 +1,5 @@
 import Koa from "koa";
-import type { AddressInfo } from "node:net";
+import { listenForHarness } from "./listen.ts";
 import { INSERT_ANSWER, PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 
 /**
@@ -35,12 +35,4 @@ app.use(async (ctx) => {
   ctx.body = INSERT_ANSWER;
 });
 
-const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  // The same shape of line our server logs, so the harness starts both the same way.
-  process.stdout.write(`${JSON.stringify({ msg: "baseline listening", url: `http://127.0.0.1:${port}` })}\n`);
-});
-process.once("SIGTERM", () => {
-  server.close(() => process.exit(0));
-  server.closeIdleConnections();
-});
+listenForHarness(app, "baseline");

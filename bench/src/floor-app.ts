@@ -1,6 +1,6 @@
-import type { AddressInfo } from "node:net";
 import { initTRPC } from "@trpc/server";
 import Koa from "koa";
+import { listenForHarness } from "./listen.ts";
 import { z } from "zod";
 
 const Plant = z.strictObject({ name: z.string().min(1), tag: z.string().optional() });
@@ -39,13 +39,5 @@ export function serveFloor(name: string, save: (plant: FloorPlant) => Promise<vo
     ctx.body = JSON.stringify(output);
   });
 
-  const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {
-    const { port } = server.address() as AddressInfo;
-    // The same shape of line our server logs, so the harness starts it the same way.
-    process.stdout.write(`${JSON.stringify({ msg: `${name} listening`, url: `http://127.0.0.1:${port}` })}\n`);
-  });
-  process.once("SIGTERM", () => {
-    server.close(() => process.exit(0));
-    server.closeIdleConnections();
-  });
+  listenForHarness(app, name);
 }

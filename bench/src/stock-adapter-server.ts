@@ -1,9 +1,9 @@
 import { DatabaseSync } from "node:sqlite";
-import type { AddressInfo } from "node:net";
 import { initTRPC, TRPCError } from "@trpc/server";
 import Koa from "koa";
 import { createOpenApiKoaMiddleware, type OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
+import { listenForHarness } from "./listen.ts";
 
 /**
  * The design card's stack wired the stock way, as a reference to measure against (README,
@@ -43,12 +43,4 @@ app.use(
     createContext: ({ req }) => ({ token: (req.headers.authorization ?? "").replace(/^Bearer /i, "") }),
   }),
 );
-const server = app.listen(Number(process.env["PORT"] ?? 0), process.env["HOST"] ?? "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  // The same shape of line our server logs, so the harness starts it the same way.
-  process.stdout.write(`${JSON.stringify({ msg: "stock adapter listening", url: `http://127.0.0.1:${port}` })}\n`);
-});
-process.once("SIGTERM", () => {
-  server.close(() => process.exit(0));
-  server.closeIdleConnections();
-});
+listenForHarness(app, "stock adapter");

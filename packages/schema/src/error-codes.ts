@@ -39,6 +39,11 @@ export const ErrorCodes = {
     meaning: "A plant with this id is already stored with a different name or tag.",
   },
   BODY_TOO_LARGE: { error: 41300, status: 413, meaning: "The body is larger than the configured limit." },
+  URI_TOO_LONG: {
+    error: 41400,
+    status: 414,
+    meaning: "The request target (path and query) is longer than the server accepts.",
+  },
   UNSUPPORTED_MEDIA_TYPE: { error: 41500, status: 415, meaning: "The body is not sent as application/json." },
   UNSUPPORTED_CONTENT_ENCODING: {
     error: 41501,

@@ -36,11 +36,13 @@ export const AUTH_ERRORS = [
 ] as const satisfies readonly ErrorCodeName[];
 /**
  * Failures of the request as it arrives, before it reaches an operation's code, possible on every
- * operation: malformed HTTP (Node's parser), headers too large, headers or body too slow.
+ * operation: malformed HTTP (Node's parser), a request target too long, headers too large, headers
+ * or body too slow.
  */
 export const REQUEST_ERRORS = [
   "BAD_REQUEST",
   "REQUEST_TIMEOUT",
+  "URI_TOO_LONG",
   "HEADERS_TOO_LARGE",
 ] as const satisfies readonly ErrorCodeName[];
 /** Failures of the server itself, possible on every operation. */

@@ -64,8 +64,8 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
 
   it("describes GET /whoami: 200 with the credential, 401 and 429, never 403", () => {
     const responses = operation("/whoami", "get").responses;
-    // 400, 408 and 431 are about the request as it arrives (not valid HTTP, too slow, headers too large).
-    expect(Object.keys(responses).sort()).toEqual(["200", "400", "401", "408", "429", "431", "500", "503"]);
+    // 400, 408, 414 and 431 are about the request as it arrives (not valid HTTP, too slow, target too long, headers too large).
+    expect(Object.keys(responses).sort()).toEqual(["200", "400", "401", "408", "414", "429", "431", "500", "503"]);
     expect(responses["400"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.BAD_REQUEST.error]);
     const schema = responses["200"]?.content?.["application/json"]?.schema as { required: string[] };
     expect(schema.required.sort()).toEqual(["expiresAt", "id", "kind", "scopes"]);

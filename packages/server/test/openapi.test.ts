@@ -76,7 +76,7 @@ describe("GET /openapi.json", () => {
     expect(responses["400"]).toMatchObject({ description: "Unexpected error" });
   });
 
-  it("declares 408 and 431 on every operation, each by reference to one shared response with the Error schema", () => {
+  it("declares 408, 414 and 431 on every operation, each by reference to one shared response with the Error schema", () => {
     const doc = server.served as unknown as {
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
       components: { responses: Record<string, { content: unknown; "x-error-codes": Array<{ error: number }> }> };
@@ -87,6 +87,7 @@ describe("GET /openapi.json", () => {
     );
     expect(codes).toEqual({
       RequestTimeout: [ErrorCodes.REQUEST_TIMEOUT.error],
+      UriTooLong: [ErrorCodes.URI_TOO_LONG.error],
       RequestHeaderFieldsTooLarge: [ErrorCodes.HEADERS_TOO_LARGE.error],
     });
     for (const response of Object.values(responses)) {
@@ -96,6 +97,7 @@ describe("GET /openapi.json", () => {
     expect(operations).toHaveLength(4);
     for (const operation of operations) {
       expect(operation.responses["408"]).toEqual({ $ref: "#/components/responses/RequestTimeout" });
+      expect(operation.responses["414"]).toEqual({ $ref: "#/components/responses/UriTooLong" });
       expect(operation.responses["431"]).toEqual({ $ref: "#/components/responses/RequestHeaderFieldsTooLarge" });
     }
   });

@@ -71,6 +71,7 @@ const STATUS_SUMMARY: Record<number, string> = {
  */
 const SHARED_RESPONSES: Partial<Record<ErrorCodeName, string>> = {
   REQUEST_TIMEOUT: "RequestTimeout",
+  URI_TOO_LONG: "UriTooLong",
   HEADERS_TOO_LARGE: "RequestHeaderFieldsTooLarge",
 };
 
@@ -112,6 +113,7 @@ function sharedResponses(): Json {
   });
   return {
     RequestTimeout: response("REQUEST_TIMEOUT", "The request headers or body did not arrive in time"),
+    UriTooLong: response("URI_TOO_LONG", "The request target (path and query) is longer than the server accepts"),
     RequestHeaderFieldsTooLarge: response(
       "HEADERS_TOO_LARGE",
       "The request headers are larger than the server accepts",
@@ -307,7 +309,7 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
         "(an interactive reference: authorize with a token and try requests), `/healthz`, `/readyz` and, when enabled, " +
         "`/metrics`. Any other path answers 404 with `error` 40400 (paths match exactly and case-sensitively); a path " +
         "with a method it does not answer, 405 with `error` 40500 and an `Allow` header naming the methods it does, " +
-        "`HEAD` wherever `GET` is. Every operation may also answer 408 or 431 (shared under `components.responses`) " +
+        "`HEAD` wherever `GET` is. Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
         "and 400 for a request that is not valid HTTP.",
     },
     servers: [

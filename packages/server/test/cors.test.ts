@@ -26,6 +26,70 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
     expect(refused.headers["access-control-allow-origin"]).toBe("https://shop.example");
   });
 
+  it("answers a preflight for a path with no operation as the request would be answered: 404, an Error body", async () => {
+    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
+    const preflight = await server.send({
+      method: "OPTIONS",
+      path: "/nope",
+      headers: { origin: "https://shop.example", "access-control-request-method": "GET" },
+    });
+    expectErrorShape(preflight, 404, 40400);
+  });
+
+  it("answers a preflight for a method the path does not answer with 405, Allow and an Error body", async () => {
+    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
+    const onPlants = await server.send({
+      method: "OPTIONS",
+      path: "/plants",
+      headers: { origin: "https://shop.example", "access-control-request-method": "PUT" },
+    });
+    expectErrorShape(onPlants, 405, 40500);
+    expect(onPlants.headers["allow"]).toBe("GET, HEAD, POST");
+    const onPlant = await server.send({
+      method: "OPTIONS",
+      path: "/plants/1",
+      headers: { origin: "https://shop.example", "access-control-request-method": "GET" },
+    });
+    expectErrorShape(onPlant, 405, 40500);
+    expect(onPlant.headers["allow"]).toBe("DELETE");
+  });
+
+  it("still answers 204 to preflights of requests that exist, HEAD and the plain paths included", async () => {
+    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
+    for (const [path, method] of [
+      ["/plants/42", "DELETE"],
+      ["/plants", "HEAD"],
+      ["/whoami", "GET"],
+      ["/openapi.json", "GET"],
+    ] as const) {
+      const preflight = await server.send({
+        method: "OPTIONS",
+        path,
+        headers: { origin: "https://shop.example", "access-control-request-method": method },
+      });
+      expect(preflight.status, `${method} ${path}`).toBe(204);
+      expect(preflight.headers["access-control-allow-origin"]).toBe("https://shop.example");
+    }
+  });
+
+  it("lets the page read X-Request-Id, Link, Retry-After and the RateLimit fields it is sent", async () => {
+    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
+    const listed = await server.send({
+      method: "GET",
+      path: "/plants?limit=1",
+      headers: { origin: "https://shop.example", authorization: `Bearer ${TOKEN}` },
+    });
+    expect(listed.status).toBe(200);
+    const exposed = String(listed.headers["access-control-expose-headers"])
+      .split(",")
+      .map((name) => name.trim().toLowerCase());
+    for (const name of ["x-request-id", "link", "retry-after", "ratelimit", "ratelimit-policy", "www-authenticate"])
+      expect(exposed).toContain(name);
+    // The rate-limit fields the server sends are the ones listed (draft-ietf-httpapi-ratelimit-headers).
+    const documented = Object.keys(server.served.paths["/plants"]?.["get"]?.responses["200"]?.headers ?? {});
+    for (const name of documented) expect(exposed).toContain(name.toLowerCase());
+  });
+
   it("gives other origins no CORS headers", async () => {
     await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const created = await server.createRaw('{"id":2,"name":"a"}', { origin: "https://evil.example" });

@@ -12,7 +12,7 @@ import type { PlantStore } from "../storage/plant-store.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { plainPaths } from "./plain-paths.ts";
 import { assertIdentityEncoding, assertJsonContentType, readJsonObject } from "./read-json-body.ts";
-import { RouteTable } from "./routes.ts";
+import { RouteTable, type RouteMatch } from "./routes.ts";
 import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
@@ -72,9 +72,36 @@ export function createApp(options: AppOptions): Koa {
 
   app.use(requestContext(logger, metrics));
 
+  /** 404 for a path with no operation, 405 with `Allow` for a method the path does not answer. */
+  const matchOrThrow = (method: string, path: string): RouteMatch => {
+    const matched = routes.match(method === "HEAD" ? "GET" : method, path);
+    if (matched === undefined) throw new ApiError("NOT_FOUND", `no operation at ${path}`);
+    if ("allow" in matched) {
+      throw new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${path}`, {
+        headers: { Allow: matched.allow.join(", ") },
+      });
+    }
+    return matched;
+  };
+
   const corsOrigins = options.corsOrigins ?? [];
   if (corsOrigins.length > 0) {
-    // Outermost, so error answers carry the CORS headers too and a browser can read them.
+    // A preflight asks whether the real request may be sent; @koa/cors alone says yes to any path
+    // and method. Answer it as the real request would be answered where that is 404 or 405, so a
+    // browser reports the wrong URL or method instead of sending a request bound to fail.
+    app.use(async (ctx, next) => {
+      const requested = ctx.method === "OPTIONS" ? ctx.get("access-control-request-method") : "";
+      if (requested !== "") {
+        try {
+          matchOrThrow(requested.toUpperCase(), ctx.path);
+        } catch (thrown) {
+          sendError(ctx, toApiError(thrown));
+          return;
+        }
+      }
+      await next();
+    });
+    // Outermost but for the check above, so error answers carry the CORS headers too and a browser can read them.
     app.use(
       cors({
         origin: (ctx) => {
@@ -83,7 +110,10 @@ export function createApp(options: AppOptions): Koa {
         },
         allowMethods: ["GET", "HEAD", "POST", "DELETE"],
         allowHeaders: ["Authorization", "Content-Type", "X-Request-Id"],
+        // Every response header a caller may need to read (Access-Control-Expose-Headers: the
+        // CORS-safelisted ones need no listing): the request id for support, paging, rate limits.
         exposeHeaders: [
+          "X-Request-Id",
           "WWW-Authenticate",
           "Retry-After",
           "Allow",
@@ -111,14 +141,7 @@ export function createApp(options: AppOptions): Koa {
   });
 
   app.use(async (ctx) => {
-    const method = ctx.method === "HEAD" ? "GET" : ctx.method;
-    const matched = routes.match(method, ctx.path);
-    if (matched === undefined) throw new ApiError("NOT_FOUND", `no operation at ${ctx.path}`);
-    if ("allow" in matched) {
-      throw new ApiError("METHOD_NOT_ALLOWED", `${ctx.method} is not allowed on ${ctx.path}`, {
-        headers: { Allow: matched.allow.join(", ") },
-      });
-    }
+    const matched = matchOrThrow(ctx.method, ctx.path);
     const state = ctx.state as RequestState;
     if ("plain" in matched) {
       state.route = matched.plain.path;

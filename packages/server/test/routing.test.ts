@@ -87,3 +87,60 @@ describe("public endpoints", () => {
     expect(response.text).toBe("");
   });
 });
+
+describe("percent-encoded paths (RFC 3986 §6.2.2.2)", () => {
+  const auth = { authorization: `Bearer ${TOKEN}` };
+
+  it("DELETE /plants/%36%30 deletes plant 60: encoded unreserved characters name the same resource", async () => {
+    expect((await server.createRaw('{"id":60,"name":"sixty"}')).status).toBe(200);
+    const deleted = await server.send({
+      method: "DELETE",
+      path: "/plants/%36%30",
+      contractPath: "/plants/60",
+      headers: auth,
+    });
+    expect(deleted.status, deleted.text).toBe(204);
+    expect(await server.database.row(60n)).toBeUndefined();
+    // Lower-case hex is the same escape (§6.2.2.1), and '-' is unreserved.
+    expect((await server.createRaw('{"id":-61,"name":"minus"}')).status).toBe(200);
+    const negative = await server.send({
+      method: "DELETE",
+      path: "/plants/%2d%361",
+      contractPath: "/plants/-61",
+      headers: auth,
+    });
+    expect(negative.status, negative.text).toBe(204);
+  });
+
+  it("serves the plain paths under encoded unreserved characters", async () => {
+    for (const path of ["/%68ealthz", "/openapi%2Ejson", "/%64ocs"]) {
+      const response = await server.send({ method: "GET", path, contractPath: "/healthz" });
+      expect(response.status, path).toBe(200);
+    }
+    const listed = await server.send({
+      method: "GET",
+      path: "/pl%61nts?limit=1",
+      contractPath: "/plants",
+      headers: auth,
+    });
+    expect(listed.status).toBe(200);
+  });
+
+  it("keeps refusing encoded reserved characters and never decodes twice", async () => {
+    expect((await server.createRaw('{"id":60,"name":"sixty"}')).status).toBe(200);
+    // An encoded '/' is data, not a separator: no path /plants/60 is made of it.
+    expectErrorShape(await server.send({ method: "DELETE", path: "/plants%2F60", headers: auth }), 404, 40400);
+    // %25 is '%', reserved: %2536 stays as sent, not '%36' and then '6'.
+    expectErrorShape(
+      await server.send({ method: "DELETE", path: "/plants/%2536%2530", contractPath: "/plants/{id}", headers: auth }),
+      400,
+      40005,
+    );
+    expectErrorShape(
+      await server.send({ method: "DELETE", path: "/plants/6%2B0", contractPath: "/plants/{id}", headers: auth }),
+      400,
+      40005,
+    );
+    expect(await server.database.row(60n)).toBeDefined();
+  });
+});

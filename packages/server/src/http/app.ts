@@ -10,6 +10,7 @@ import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
+import { decodeUnreserved } from "./normalize-path.ts";
 import { plainPaths } from "./plain-paths.ts";
 import { assertIdentityEncoding, assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable, type RouteMatch } from "./routes.ts";
@@ -71,6 +72,12 @@ export function createApp(options: AppOptions): Koa {
   app.proxy = false;
 
   app.use(requestContext(logger, metrics));
+  // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
+  app.use((ctx, next) => {
+    const path = decodeUnreserved(ctx.path);
+    if (path !== ctx.path) ctx.path = path;
+    return next();
+  });
 
   /** 404 for a path with no operation, 405 with `Allow` for a method the path does not answer. */
   const matchOrThrow = (method: string, path: string): RouteMatch => {

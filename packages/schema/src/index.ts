@@ -1,5 +1,14 @@
 export { INT64_MAX, INT64_MIN, Int64, toInt64 } from "./int64.ts";
-export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX_LENGTH } from "./plant.ts";
+export {
+  NAME_MAX_LENGTH,
+  NEW_PLANT_EXAMPLE,
+  NewPlant,
+  Plant,
+  PlantId,
+  PlantName,
+  PlantTag,
+  TAG_MAX_LENGTH,
+} from "./plant.ts";
 // `Error` is the interface's name for the body; `ErrorBody` is the same schema under a name that
 // does not shadow the global `Error` in the importing module. Both are public.
 export { ErrorBody, ErrorBody as Error } from "./error.ts";

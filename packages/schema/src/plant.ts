@@ -17,21 +17,38 @@ const storableText = (max: number) =>
       error: "must be well-formed Unicode text without U+0000",
     });
 
-export const PlantName = storableText(NAME_MAX_LENGTH).meta({ description: "The name of the plant" });
+/**
+ * The plant the served document's examples show: the body of `POST /plants`, and the id of
+ * `DELETE /plants/{id}`, so a collection generated from the document (Postman's) creates it and
+ * then deletes it. The id is a JSON number on purpose: the document is written with plain
+ * `JSON.stringify`, and a small id is exact in every JSON parser.
+ */
+export const NEW_PLANT_EXAMPLE = { id: 10, name: "Monstera", tag: "indoor" } as const;
+
+export const PlantName = storableText(NAME_MAX_LENGTH).meta({
+  description: "The name of the plant",
+  examples: [NEW_PLANT_EXAMPLE.name],
+});
 export const PlantTag = storableText(TAG_MAX_LENGTH).meta({
   description: "A tag that specifies the type of the plant",
+  examples: [NEW_PLANT_EXAMPLE.tag],
 });
-export const PlantId = Int64.meta({ description: "Identification number of the plant" });
+export const PlantId = Int64.meta({
+  description: "Identification number of the plant",
+  examples: [NEW_PLANT_EXAMPLE.id],
+});
 
 export const Plant = z
   .object({
     name: PlantName,
     tag: PlantTag.optional(),
   })
-  .meta({ id: "Plant" });
+  .meta({ id: "Plant", examples: [{ name: NEW_PLANT_EXAMPLE.name, tag: NEW_PLANT_EXAMPLE.tag }] });
 export type Plant = z.infer<typeof Plant>;
 
 /** The request body of `POST /plants`: every field of Plant plus the client-chosen `id`. */
 // `id` first, so listed plants read `{"id":…,"name":…,"tag":…}`.
-export const NewPlant = z.object({ id: PlantId, ...Plant.shape }).meta({ id: "NewPlant" });
+export const NewPlant = z
+  .object({ id: PlantId, ...Plant.shape })
+  .meta({ id: "NewPlant", examples: [NEW_PLANT_EXAMPLE] });
 export type NewPlant = z.infer<typeof NewPlant>;

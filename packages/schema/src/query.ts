@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Int64 } from "./int64.ts";
 import { decodePageCursor } from "./page-cursor.ts";
-import { NewPlant, PlantTag } from "./plant.ts";
+import { NEW_PLANT_EXAMPLE, NewPlant, PlantTag } from "./plant.ts";
 
 /** `GET /plants` page size: documented in docs/api-decisions.md and the served OpenAPI document. */
 export const LIST_LIMIT_DEFAULT = 100;
@@ -63,5 +63,5 @@ export type ListPlantsQuery = z.output<typeof ListPlantsQuery>;
 export const PlantIdPath = z.object({ id: Int64Text });
 
 /** The body of a `GET /plants` answer: plants ordered by id, each with its id. */
-export const PlantList = z.array(NewPlant);
+export const PlantList = z.array(NewPlant).meta({ examples: [[NEW_PLANT_EXAMPLE]] });
 export type PlantList = z.infer<typeof PlantList>;

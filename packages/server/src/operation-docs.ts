@@ -63,5 +63,13 @@ export const RATE_LIMIT_HEADERS: Readonly<Record<string, HeaderDoc>> = {
   RateLimit: header('What is left of it, e.g. `"token";r=5999;t=42`: `r` requests remain for `t` more seconds.'),
 };
 
-/** An int64 query or path parameter, as the document states it. */
-export const int64Parameter = (description: string): Json => ({ type: "integer", format: "int64", description });
+/**
+ * An int64 query or path parameter, as the document states it. A JSON number example: the document
+ * is written with plain `JSON.stringify` (exact for safe integers only).
+ */
+export const int64Parameter = (description: string, example: number): Json => ({
+  type: "integer",
+  format: "int64",
+  description,
+  examples: [example],
+});

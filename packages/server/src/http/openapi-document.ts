@@ -8,7 +8,7 @@ import {
   type OpenAPIObject,
   type OpenApiProcedure,
 } from "trpc-to-openapi";
-import type { ZodType } from "zod";
+import { globalRegistry, ZodType } from "zod";
 import { createDocument, createSchema } from "zod-openapi";
 import { header, RATE_LIMIT_HEADERS } from "../operation-docs.ts";
 import type { AppRouter } from "../router/root.ts";
@@ -129,10 +129,24 @@ function newPlantAsAllOf(flat: Json, plant: Json): Json {
   const required = ((flat["required"] ?? []) as string[]).filter((k) => !plantProperties.has(k));
   return {
     allOf: [{ $ref: "#/components/schemas/Plant" }, { type: "object", required, properties: own }],
+    ...(flat["examples"] === undefined ? {} : { examples: flat["examples"] }),
   };
 }
 
 type DocumentOptions = { bodyLimitBytes: number };
+
+/**
+ * The first of a zod schema's `examples` (its meta), as a Media Type or Parameter Object's
+ * `example`. Tools that generate requests read that field rather than the JSON Schema `examples`
+ * of the schema (openapi-to-postmanv2 reads a schema's only when it is inline, and `example` in a
+ * Schema Object is deprecated in 3.1), so the document states both, from the one source.
+ */
+function firstExample(examples: unknown): { example: unknown } | Record<string, never> {
+  return Array.isArray(examples) && examples.length > 0 ? { example: examples[0] } : {};
+}
+
+const zodExamples = (schema: unknown): unknown =>
+  schema instanceof ZodType ? globalRegistry.get(schema)?.examples : undefined;
 
 const SCHEMA_REF = "#/components/schemas/";
 
@@ -198,10 +212,10 @@ function completeOperation(
     delete operation["parameters"];
   } else {
     const schemas = meta.parameterSchemas ?? {};
-    operation["parameters"] = parameters.map((parameter) => ({
-      ...parameter,
-      schema: schemas[parameter["name"] as string] ?? parameter["schema"],
-    }));
+    operation["parameters"] = parameters.map((parameter) => {
+      const schema = (schemas[parameter["name"] as string] ?? parameter["schema"]) as Json;
+      return { ...parameter, schema, ...firstExample(schema["examples"]) };
+    });
   }
 
   const body = operation["requestBody"] as Json | undefined;
@@ -210,10 +224,11 @@ function completeOperation(
     // Without path parameters the body is the whole input, so a named input schema is shown by
     // `$ref` (the interface's NewPlant); otherwise trpc-to-openapi's body, which leaves them out.
     const schema = parameters.length === 0 ? render(inputParser, "input", pool) : undefined;
+    const example = firstExample(zodExamples(inputParser));
     operation["requestBody"] = {
       required: body["required"],
       ...(description === undefined ? {} : { description }),
-      content: schema === undefined ? body["content"] : { "application/json": { schema } },
+      content: schema === undefined ? body["content"] : { "application/json": { schema, ...example } },
     };
   }
 
@@ -228,10 +243,15 @@ function completeOperation(
           "200": {
             description,
             ...headers,
-            content:
-              meta.documentedOutput === undefined
-                ? generatedSuccess["content"]
-                : { "application/json": { schema: render(meta.documentedOutput, "output", pool) } },
+            content: {
+              "application/json": {
+                schema:
+                  meta.documentedOutput === undefined
+                    ? (generatedSuccess["content"] as Record<string, Json>)["application/json"]?.["schema"]
+                    : render(meta.documentedOutput, "output", pool),
+                ...firstExample(zodExamples(meta.documentedOutput ?? outputParser)),
+              },
+            },
           },
         };
   operation["responses"] = { ...success, ...errorResponses(meta.errors) };

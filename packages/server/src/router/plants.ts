@@ -4,6 +4,7 @@ import {
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   ListPlantsQuery,
+  NEW_PLANT_EXAMPLE,
   NewPlant,
   Plant,
   PlantIdPath,
@@ -123,10 +124,13 @@ export const plantsRouter = {
           maximum: LIST_LIMIT_MAX,
           default: LIST_LIMIT_DEFAULT,
           description: `Page size: 1 to ${LIST_LIMIT_MAX}, default ${LIST_LIMIT_DEFAULT}.`,
+          examples: [20],
         },
         // Both forms, so a client generated from the earlier document, which typed `after` as an
         // int64, still compiles and is still answered (see the changeset of the cursor).
         after: {
+          // A cursor as the server writes it, of the id just below the example plant's: the page starts at that plant.
+          examples: [encodePageCursor(BigInt(NEW_PLANT_EXAMPLE.id) - 1n)],
           description:
             "Where the page starts: the `after` of the previous page's `Link` header (opaque), or the decimal id of the last plant seen.",
           anyOf: [
@@ -138,7 +142,12 @@ export const plantsRouter = {
             { type: "integer", format: "int64", description: "Only plants with an id strictly greater than this one." },
           ],
         },
-        tag: { type: "string", minLength: 1, description: "Only plants with exactly this tag." },
+        tag: {
+          type: "string",
+          minLength: 1,
+          description: "Only plants with exactly this tag.",
+          examples: [NEW_PLANT_EXAMPLE.tag],
+        },
       },
       successHeaders: {
         Link: {
@@ -178,7 +187,8 @@ export const plantsRouter = {
       },
       scopes: ["plants:write"],
       errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...REQUEST_ERRORS, ...SERVER_ERRORS],
-      parameterSchemas: { id: int64Parameter("Identification number of the plant") },
+      // The plant createPlant's example creates, so a generated collection deletes what it made.
+      parameterSchemas: { id: int64Parameter("Identification number of the plant", NEW_PLANT_EXAMPLE.id) },
       successHeaders: RATE_LIMIT_HEADERS,
     })
     .input(PlantIdPath)

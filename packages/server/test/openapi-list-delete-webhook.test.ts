@@ -1,5 +1,6 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodePageCursor, NEW_PLANT_EXAMPLE } from "@plantstore/schema";
 import { startTestServer, type TestServer } from "./harness.ts";
 
 let server: TestServer;
@@ -64,6 +65,7 @@ describe("the served document describes GET /plants", () => {
     expect(ok?.content?.["application/json"]?.schema).toEqual({
       type: "array",
       items: { $ref: "#/components/schemas/NewPlant" },
+      examples: [[NEW_PLANT_EXAMPLE]],
     });
     expect(ok?.headers?.["Link"]).toBeDefined();
     expect(codes(list(), "400")).toEqual([40005, 40000]);
@@ -116,5 +118,39 @@ describe("the served document's webhooks section", () => {
     expect(validate({ id: 7, name: "Fern", tag: "fern" })).toBe(true);
     expect(validate({ id: 7, name: "Fern" })).toBe(true);
     expect(validate({ name: "Fern" })).toBe(false);
+  });
+});
+
+describe("the served document's examples", () => {
+  type WithExample = { example?: unknown };
+
+  it("give every parameter, request body and JSON success answer an `example` (what request builders read)", () => {
+    const operations = Object.entries(doc().paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation })),
+    );
+    expect(operations).toHaveLength(4);
+    for (const { where, operation } of operations) {
+      for (const parameter of operation.parameters ?? [])
+        expect((parameter as WithExample).example, `${where} ${parameter.name}`).toBeDefined();
+      const body = operation.requestBody?.content["application/json"] as WithExample | undefined;
+      if (operation.requestBody !== undefined) expect(body?.example, `${where} body`).toBeDefined();
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const json = response.content?.["application/json"] as WithExample | undefined;
+        if (status.startsWith("2") && json !== undefined) expect(json.example, `${where} ${status}`).toBeDefined();
+      }
+    }
+  });
+
+  it("chain: POST creates the plant DELETE deletes, and `after` is the server's cursor for the id just below it", () => {
+    const paths = doc().paths;
+    const created = (paths["/plants"]?.["post"]?.requestBody?.content["application/json"] as WithExample).example;
+    expect(created).toEqual(NEW_PLANT_EXAMPLE);
+    const parameter = (operation: Operation | undefined, name: string) =>
+      (operation?.parameters?.find((p) => p.name === name) as WithExample | undefined)?.example;
+    expect(parameter(paths["/plants/{id}"]?.["delete"], "id")).toBe(NEW_PLANT_EXAMPLE.id);
+    const after = parameter(paths["/plants"]?.["get"], "after");
+    expect(typeof after).toBe("string");
+    expect(decodePageCursor(after as string)).toBe(BigInt(NEW_PLANT_EXAMPLE.id) - 1n);
+    expect(parameter(paths["/plants"]?.["get"], "tag")).toBe(NEW_PLANT_EXAMPLE.tag);
   });
 });

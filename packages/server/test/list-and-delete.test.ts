@@ -1,6 +1,6 @@
 import { Agent, request } from "node:http";
 import { encodePageCursor as cursor } from "@plantstore/schema";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { checkAnswer } from "@plantstore/test-support/response-contract";
 import {
   contractsAt,
@@ -252,6 +252,55 @@ describe("GET /plants", () => {
     expect([...seen].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(seen); // ordered by id
     expect(pages).toBeGreaterThanOrEqual(40);
   }, 120_000);
+});
+
+describe("GET /plants whose page holds one id at an int64 bound or around ±2^53", () => {
+  // A store of its own, holding only the case's plants: a page with a second id beyond ±2^53
+  // once hid a 500 for INT64_MIN, which node:sqlite reads as a rounded number without raising.
+  let alone: TestServer;
+  beforeAll(async () => {
+    alone = await startTestServer();
+  });
+  afterAll(async () => {
+    await alone.close();
+  });
+  const get = (method: "GET" | "HEAD", query: string) => alone.send({ method, path: `/plants${query}`, headers: auth });
+
+  it.each([
+    ["-9223372036854775808"],
+    ["-9223372036854775807"],
+    ["9223372036854775807"],
+    ["9007199254740993"],
+    ["9007199254740991"],
+    ["-9007199254740991"],
+    ["-9007199254740993"],
+  ])("lists %s exactly, filtered and unfiltered, answers HEAD, and pages past it", async (id) => {
+    // Whatever the outcome, the next case starts from an empty store again.
+    onTestFinished(async () => {
+      for (const gone of [id, "0"])
+        await alone.send({ method: "DELETE", path: `/plants/${gone}`, contractPath: "/plants/{id}", headers: auth });
+      expect(await alone.database.count()).toBe(0);
+    });
+    const tag = `edge ${id}`;
+    const plant = `{"id":${id},"name":"edge","tag":${JSON.stringify(tag)}}`;
+    expect((await alone.createRaw(plant)).status).toBe(200);
+    const filtered = await get("GET", `?tag=${encodeURIComponent(tag)}`);
+    expect([filtered.status, filtered.text]).toEqual([200, `[${plant}]`]);
+    const unfiltered = await get("GET", "?limit=2");
+    expect([unfiltered.status, unfiltered.text]).toEqual([200, `[${plant}]`]);
+    expect((await get("HEAD", "?limit=1")).status).toBe(200);
+    expect((await get("HEAD", `?tag=${encodeURIComponent(tag)}`)).status).toBe(200);
+
+    // With a small id beside it, the page of one ends on whichever comes first, and its Link leads on.
+    const zero = '{"id":0,"name":"zero"}';
+    expect((await alone.createRaw(zero)).status).toBe(200);
+    const [first, second] = BigInt(id) < 0n ? [plant, zero] : [zero, plant];
+    const onePage = await get("GET", "?limit=1");
+    expect([onePage.status, onePage.text]).toEqual([200, `[${first}]`]);
+    const rest = await get("GET", nextQuery(onePage)!);
+    expect([rest.status, rest.text]).toEqual([200, `[${second}]`]);
+    expect(rest.headers["link"]).toBeUndefined();
+  });
 });
 
 describe("DELETE /plants/{id}", () => {

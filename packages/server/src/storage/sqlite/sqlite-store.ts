@@ -77,6 +77,22 @@ function isOutOfRange(error: unknown): boolean {
   return error instanceof Error && (error as NodeJS.ErrnoException).code === "ERR_OUT_OF_RANGE";
 }
 
+function inexact(row: PlantRowArray | PlantRow | undefined): boolean {
+  const id = Array.isArray(row) ? row[0] : row?.id;
+  return typeof id === "number" && !Number.isSafeInteger(id);
+}
+
+/**
+ * Whether a page read with ids as numbers holds one that is not exact. node:sqlite raises
+ * ERR_OUT_OF_RANGE for ids beyond ±2^53, except INT64_MIN: its range check takes `std::abs`,
+ * which overflows there, and the id comes back as the rounded number -2^63 (Node 24.21). So the
+ * values decide, not the exception. Rows are ordered by id, so the page's smallest and largest
+ * ids are its ends, and two checks cover every row.
+ */
+function holdsInexactId(rows: Array<PlantRowArray | PlantRow>): boolean {
+  return inexact(rows[0]) || inexact(rows.at(-1));
+}
+
 // Under vitest and `dev` this module runs from its .ts source, built it is .js: start the writer alike.
 const WRITER_URL = new URL(
   import.meta.url.endsWith(".ts") ? "./sqlite-writer.ts" : "./sqlite-writer.js",
@@ -107,7 +123,8 @@ function page(statements: ListStatements, { limit, after, tag }: ListOptions): A
 export class SqliteStore implements PlantStore, WebhookQueue {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
-  // Pages read ids as numbers (see ListedPlant); a page holding an id beyond ±2^53 is read again as bigints.
+  // Pages read ids as numbers (see ListedPlant); a page holding an id beyond ±2^53 is read again as bigints
+  // (see holdsInexactId).
   readonly #listStatements: ListStatements;
   readonly #listStatementsBigInt: ListStatements;
   readonly #init: WriterInit;
@@ -245,13 +262,13 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   }
 
   async list(options: ListOptions): Promise<ListedPlant[]> {
-    let rows: Array<PlantRowArray | PlantRow>;
+    let rows: Array<PlantRowArray | PlantRow> | undefined;
     try {
       rows = page(this.#listStatements, options);
     } catch (error) {
       if (!isOutOfRange(error)) throw error;
-      rows = page(this.#listStatementsBigInt, options);
     }
+    if (rows === undefined || holdsInexactId(rows)) rows = page(this.#listStatementsBigInt, options);
     return rows.map((row) => listedFromRow(Array.isArray(row) ? row : [row.id, row.name, row.tag]));
   }
 

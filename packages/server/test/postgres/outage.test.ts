@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest } from "../harness.ts";
 import { createTestDatabase, withAdminClient, type TestDatabase } from "../test-database.ts";
 import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
-import { databaseBehindProxy } from "./tcp-proxy.ts";
+import { databaseBehindProxy } from "./database-behind-proxy.ts";
 
 const TOKEN = "outage-token-0123456789abcdefghijklmn";
 // Short on purpose, so the test can check the documented bound: no request waits longer than the
@@ -147,8 +147,8 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
           20_000,
           "some 200s before the outage",
         );
-        if (fault === "cut") proxy.cut();
-        else proxy.blackhole();
+        if (fault === "cut") proxy.refuse();
+        else proxy.freeze();
         // readyz notices within the bound, and stays 503 while the outage lasts.
         await until(
           async () => (await readyz(server)) === 503,
@@ -167,7 +167,7 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
         expect(refused.text).not.toMatch(/ECONN|timeout|terminated|127\.0\.0\.1|postgres/i);
         await new Promise((r) => setTimeout(r, 2_500));
         expect(await readyz(server)).toBe(503);
-        proxy.restore();
+        proxy.pass();
         const restoredAt = Date.now();
         await until(async () => (await readyz(server)) === 200, 8_000, "readyz 200 after the outage");
         recovered = Date.now() - restoredAt;

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { BIN, until } from "./processes.ts";
-import { databaseBehindProxy } from "./tcp-proxy.ts";
+import { databaseBehindProxy } from "./database-behind-proxy.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -33,7 +33,7 @@ describe("plantstore-server serve signalled while it is still starting", () => {
     });
 
     // The process is opening its database: start-up has begun and is waiting on it.
-    await until(() => proxy.connected() >= 1, 20_000, "a connection to the database");
+    await until(() => proxy.accepted() >= 1, 20_000, "a connection to the database");
     child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 300));
     expect(child.signalCode, output).toBeNull();

@@ -4,7 +4,7 @@ export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX
 // does not shadow the global `Error` in the importing module. Both are public.
 export { ErrorBody, ErrorBody as Error } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
-export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { decodePageCursor, encodePageCursor } from "./page-cursor.ts";
 export {
   Int64Text,

@@ -5,7 +5,7 @@ export { NAME_MAX_LENGTH, NewPlant, Plant, PlantId, PlantName, PlantTag, TAG_MAX
 export { ErrorBody, ErrorBody as Error } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
 export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
-export { decodePageCursor, encodePageCursor } from "./page-cursor.ts";
+export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {
   Int64Text,
   LIST_LIMIT_DEFAULT,

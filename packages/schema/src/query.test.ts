@@ -50,4 +50,11 @@ describe("query and path parameters speak the catalogue's voice", () => {
   it.each(["limit", "after", "tag"])("refuses a repeated %s as not a single value", (name) => {
     expect(messages(ListPlantsQuery.safeParse({ [name]: ["1", "2"] }))).toEqual(["must be a single value"]);
   });
+
+  it.each(["limit", "after", "tag"])(
+    "still says a %s that is no text at all (from code, not a URL) must be a string",
+    (name) => {
+      expect(messages(ListPlantsQuery.safeParse({ [name]: 5 }))).toEqual(["must be a string"]);
+    },
+  );
 });

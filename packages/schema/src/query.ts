@@ -9,9 +9,17 @@ export const LIST_LIMIT_MAX = 1000;
 
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 
-/** One value of a path or query parameter: present, and not repeated (a repeated one is an array). */
+/**
+ * One value of a path or query parameter: present, and not repeated (a repeated one is an array).
+ * Anything else that is not text can only come from a caller of the schema in code, like the client.
+ */
 const QueryValue = z.string({
-  error: (issue) => (issue.input === undefined ? "is required" : "must be a single value"),
+  error: (issue) =>
+    issue.input === undefined
+      ? "is required"
+      : Array.isArray(issue.input)
+        ? "must be a single value"
+        : "must be a string",
 });
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { parse as parseContentType } from "content-type";
 import getRawBody from "raw-body";
-import { parseJsonLossless } from "@plantstore/schema";
+import { JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
 import { ApiError } from "../errors.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -107,7 +107,9 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   let value: unknown;
   try {
     value = parseJsonLossless(text);
-  } catch {
+  } catch (error) {
+    // Valid JSON, so not MALFORMED_JSON: a limit of ours, like a field out of range.
+    if (error instanceof JsonTooDeepError) throw new ApiError("VALIDATION_FAILED", `the body is ${error.message}`);
     throw new ApiError("MALFORMED_JSON", "the body is not valid JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

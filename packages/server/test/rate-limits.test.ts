@@ -187,6 +187,34 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     expectErrorShape(await getVia(server.url, "203.0.113.8, 10.0.0.1", "wrong-6"), 401, 40101);
   });
 
+  it("counts every spelling of one IPv4 address as one client (issue 23)", async () => {
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures },
+    });
+    const { token } = await issueToken(databaseUrlOf(server));
+    const spellings = ["10.7.7.7", "::ffff:10.7.7.7", "::ffff:a07:707", "0:0:0:0:0:ffff:10.7.7.7"];
+    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, spellings[i], `wrong-${i}`), 401, 40101);
+    for (const spelling of spellings) {
+      expectRateLimited(await getVia(server.url, spelling, "wrong-4"), "auth-failures", 3, 60);
+      expect((await getVia(server.url, spelling, token)).status).toBe(200);
+    }
+    expectErrorShape(await getVia(server.url, "10.7.7.8", "wrong-5"), 401, 40101);
+  });
+
+  it("counts IPv6 clients per /64: 30 addresses in one /64 reach 429, another /64 does not (issue 23)", async () => {
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures: { name: "auth-failures", points: 20, windowSec: 60 } },
+    });
+    const statuses: number[] = [];
+    for (let i = 1; i <= 30; i++)
+      statuses.push((await getVia(server.url, `2001:db8:1:2::${i.toString(16)}`, `wrong-${i}`)).status);
+    expect(statuses).toEqual([...Array<number>(20).fill(401), ...Array<number>(10).fill(429)]);
+    expectRateLimited(await getVia(server.url, "2001:db8:1:2:abcd:ef01:2345:6789", "wrong"), "auth-failures", 20, 60);
+    expectErrorShape(await getVia(server.url, "2001:db8:1:3::1", "wrong"), 401, 40101);
+  });
+
   for (const [title, trustedProxies] of [
     ["by default (nobody trusted)", []],
     ["when the peer is not among the trusted proxies", ["10.0.0.0/8"]],

@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { Metrics } from "../metrics.ts";
+import { addressGroup } from "./address-group.ts";
 
 /** `points` requests per `windowSec` seconds (a fixed window per key). */
 export type RateLimitPolicy = { name: string; points: number; windowSec: number };
@@ -194,7 +195,7 @@ export class RateLimits {
    */
   addressBlocked(addressOf: () => string): AddressBlock | undefined {
     if (this.#blocked.size === 0) return undefined;
-    const address = addressOf();
+    const address = addressGroup(addressOf());
     const block = this.#blocked.get(address);
     if (block === undefined) return undefined;
     if (block.until <= Date.now()) {
@@ -204,10 +205,14 @@ export class RateLimits {
     return block;
   }
 
-  /** Counts a failed authentication; a refusal when that puts the address over its limit. */
-  async recordAuthFailure(address: string): Promise<LimitDecision | undefined> {
+  /**
+   * Counts a failed authentication against the address's group (see addressGroup: every spelling
+   * of one IPv4 address, or one IPv6 /64); a refusal when that puts the group over its limit.
+   */
+  async recordAuthFailure(clientAddress: string): Promise<LimitDecision | undefined> {
     const counter = this.#authFailures;
     if (counter === undefined) return undefined;
+    const address = addressGroup(clientAddress);
     try {
       await counter.consume(address);
       return undefined;

@@ -86,6 +86,24 @@ describe("the per-token limit", () => {
   });
 });
 
+describe("the per-token limit for JWTs, per subject", () => {
+  it('counts sub "123" in its own bucket; a numeric sub 123 is not a valid token, so it cannot share it (issue 23)', async () => {
+    const secret = "a-shared-hmac-secret-of-32-characters-or-more";
+    await using server = await startTestServer({
+      jwt: { issuer: ISSUER, audience: AUDIENCE, keys: { secret }, clockSkewSec: 30 },
+      rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
+    });
+    const hs256 = (payload: JWTPayload) =>
+      new SignJWT(payload).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode(secret));
+    const text = await hs256(claims({ sub: "123" }));
+    expect((await get(server.url, text)).status).toBe(200);
+    expect((await get(server.url, text)).status).toBe(200);
+    expectRateLimited(await get(server.url, text), "token", 2, 60);
+    expectErrorShape(await get(server.url, await hs256(claims({ sub: 123 as unknown as string }))), 401, 40101);
+    expect((await get(server.url, await hs256(claims({ sub: "1234" })))).status).toBe(200);
+  });
+});
+
 describe("the failed-authentication limit per client address", () => {
   it("refuses an address's wrong tokens with 429 once over it, until the window ends; valid tokens are still served", async () => {
     await using server = await startTestServer({

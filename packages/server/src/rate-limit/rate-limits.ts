@@ -94,10 +94,11 @@ class Counter {
 
 /**
  * A client address over its failed-authentication limit, until its window ends. A request from it
- * is refused unless its token is valid (http/authenticate.ts decides that from memory); a token
- * memory cannot decide gets a full check (a signature check, a token-database lookup) only in the
- * address's one slot: at most one failed full check per `window / points` seconds, the pace the
- * limit allows any address anyway, however fast the requests come.
+ * is refused unless its token is valid (http/authenticate.ts decides that from what is held in
+ * memory, which covers every token but two rare cases); a token memory cannot decide gets a full
+ * check (a token-database lookup, a key-set fetch) only in the address's one slot: at most one
+ * failed full check per `window / points` seconds, the pace the limit allows any address anyway,
+ * however fast the requests come.
  */
 export class AddressBlock {
   readonly until: number;

@@ -517,7 +517,7 @@ describe("a valid issued token from a blocked address when the token cache is ov
     expect((await get(server.url, issued.token)).status).toBe(200);
     for (let i = 0; i < 2; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     expectRateLimited(await get(server.url, "wrong-2"), "auth-failures", 2, 10);
-    // A token id never seen takes the address's full check for the next 5 s (window / points)...
+    // A token id that does not exist is refused (it would once have taken the address's full check)...
     expectRateLimited(await get(server.url, `ps_${"0".repeat(16)}_${"A".repeat(43)}`), "auth-failures", 2, 10);
     // ...and the server stalls past the 750 ms its token cache is trusted without a change check.
     // (On SQLite the overdue poll runs, and ends, before the request is read; on PostgreSQL the

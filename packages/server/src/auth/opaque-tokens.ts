@@ -39,6 +39,8 @@ export type OpaqueTokenOptions = {
   lastUsedFlushMs: number;
   /** Told of every query of the store made to authenticate (for the metrics). */
   onQuery?: (query: TokenStoreQuery) => void;
+  /** How many active tokens are held at most; MAX_HELD_TOKENS unless a test needs the beyond. */
+  maxHeld?: number;
 };
 
 function entryOf(record: TokenRecord & { secretHash: Buffer }): Exclude<CacheEntry, null> {
@@ -73,6 +75,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   readonly #store: TokenStore;
   readonly #logger: Logger;
   readonly #onQuery: (query: TokenStoreQuery) => void;
+  readonly #maxHeld: number;
   #cache = new Map<string, CacheEntry>();
   /** True while #cache holds every active token: an id not in it is not a valid token. */
   #complete = false;
@@ -92,6 +95,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     this.#store = options.store;
     this.#logger = options.logger;
     this.#onQuery = options.onQuery ?? (() => undefined);
+    this.#maxHeld = options.maxHeld ?? MAX_HELD_TOKENS;
   }
 
   static async start(options: OpaqueTokenOptions): Promise<OpaqueTokenAuthenticator> {
@@ -234,7 +238,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     }
     const entry: CacheEntry = record === undefined ? null : entryOf(record);
     if (generation === this.#generation && !this.#complete) {
-      if (this.#cache.size >= MAX_HELD_TOKENS) this.#cache.delete(this.#cache.keys().next().value!);
+      if (this.#cache.size >= this.#maxHeld) this.#cache.delete(this.#cache.keys().next().value!);
       this.#cache.set(id, entry);
     }
     return entry;
@@ -273,7 +277,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     let records;
     try {
       this.#onQuery("active_tokens");
-      records = await this.#store.activeTokens(Date.now(), MAX_HELD_TOKENS);
+      records = await this.#store.activeTokens(Date.now(), this.#maxHeld);
     } catch (error) {
       this.#cache = new Map();
       this.#complete = false;

@@ -160,6 +160,7 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
       );
     },
   };
+
   /**
    * Whether a token could pass jwtVerify, judged by its header and claims, without the signature:
    * a malformed or expired token, or one for another issuer, audience or algorithm, needs no

@@ -122,11 +122,30 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
   const trustFor = "secret" in options.keys ? VERIFIED_CACHE_MS : Math.min(VERIFIED_CACHE_MS, options.keys.maxAgeMs);
   const verified = new Map<string, { principal: Principal; until: number }>();
   let held: { at: number; keys: JWTVerifyGetKey } | undefined;
+  // A missing or stale key set is fetched for a blocked address too (else its first valid JWT would
+  // wait for the slot), but at most once per cool-down and never more than once a second.
+  const refetchGapMs = "secret" in options.keys ? 0 : Math.max(options.keys.cooldownMs, 1_000);
+  let refetchedAt = -Infinity;
 
-  /** The keys usable with no fetch: the secret, or the fetched key set while it is fresh; else undefined. */
-  function keysInMemory(): Uint8Array | JWTVerifyGetKey | undefined {
+  /**
+   * The keys usable for a signature check with no fetch of its own: the secret, or the fetched key
+   * set while it is fresh (fetched first, once for everyone waiting, if it is missing or stale and
+   * was not tried within the gap); undefined when there are none.
+   */
+  async function keysInMemory(): Promise<Uint8Array | JWTVerifyGetKey | undefined> {
     if (remote === undefined) return keys;
-    if (!remote.fresh || fetched.uat === undefined || fetched.jwks === undefined) return undefined;
+    if (!remote.fresh) {
+      if (!remote.reloading) {
+        if (Date.now() - refetchedAt < refetchGapMs) return undefined;
+        refetchedAt = Date.now();
+      }
+      try {
+        await remote.reload();
+      } catch {
+        return undefined;
+      }
+    }
+    if (fetched.uat === undefined || fetched.jwks === undefined) return undefined;
     if (held?.at !== fetched.uat) held = { at: fetched.uat, keys: createLocalJWKSet(fetched.jwks) };
     return held.keys;
   }
@@ -145,7 +164,7 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
     },
     // A signature check with keys already held costs only CPU, so it is made: a forged token is
     // refused, and a valid one served, without competing for anything. Only a token whose key is
-    // not held (an unknown `kid`, or a key set due to be fetched again) is "unknown".
+    // not held (an unknown `kid`, or no key set to be had) is "unknown".
     authenticateFromMemory(token, digest) {
       if (!COMPACT_JWS.test(token)) return "invalid";
       const key = (digest ?? sha256(token)).toString("latin1");
@@ -153,10 +172,12 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
       const cached = verified.get(key);
       if (cached !== undefined && now < cached.until) return cached.principal;
       if (!couldVerify(token, now)) return "invalid";
-      const local = keysInMemory();
-      if (local === undefined) return "unknown";
-      return verify(token, key, now, local).then((result) =>
-        result === "no key held" ? "unknown" : (result ?? "invalid"),
+      return keysInMemory().then((local) =>
+        local === undefined
+          ? "unknown"
+          : verify(token, key, now, local).then((result) =>
+              result === "no key held" ? "unknown" : (result ?? "invalid"),
+            ),
       );
     },
   };

@@ -61,17 +61,18 @@ export async function authenticateRequest(
  * A token from an address over its failed-authentication limit: its principal, or undefined for a
  * 429 (never a 401, so the guesser learns nothing a wrong guess did not already tell). A guesser's
  * flood must stay cheap and must never crowd out a valid token, so it is decided from what this
- * instance holds, with no per-token lookup, no key fetch and no Redis round trip:
+ * instance holds, with no per-token lookup, no key fetch of its own and no Redis round trip:
  * - `PLANTSTORE_TOKENS`: the usual constant-time comparison of the SHA-256 digest with every one;
  * - issued `ps_` tokens: every active token is held in memory (up to MAX_HELD_TOKENS), so a made-up
  *   id is refused after at most the change check requests share (one per 50 ms), and a token
  *   created a moment ago is found by that check;
- * - JWTs: the signature is checked with the secret or the key set already fetched (CPU only); a
+ * - JWTs: the signature is checked with the secret or the key set already fetched (CPU only; a set
+ *   missing or past its age is fetched first, as for any request, at most once per cool-down); a
  *   malformed or expired one, or one for another issuer, audience or algorithm, is refused from
  *   its header and claims alone.
  * Only a token memory cannot decide gets the usual full check, and only when the address's slot is
  * free (see AddressBlock): a `ps_` id when more tokens are active than are held, a JWT naming a
- * `kid` not in the fetched set (or when the set is due to be fetched again). A valid token frees
+ * `kid` not in the fetched set (or when no set could be fetched). A valid token frees
  * the slot again. Timing shows at most the token's shape and which of these paths it took, never
  * how much of a secret matched.
  *

@@ -33,10 +33,10 @@ export interface Authenticator {
   authenticate(token: string, digest?: Buffer): Promise<Principal | undefined> | Principal | undefined;
   /**
    * The same decision from what this instance holds, for a client address over its
-   * failed-authentication limit (see http/authenticate.ts): never a lookup of the token or a fetch
-   * of keys, though a signature check with keys already held (CPU only) is fine. It may wait only
-   * for work every request shares, at a bounded rate (the issued tokens' change check). Without
-   * it, every token counts as `"unknown"`.
+   * failed-authentication limit (see http/authenticate.ts): never a lookup of this token, though a
+   * signature check with keys already held (CPU only) is fine. It may wait only for work every
+   * request shares, at a rate no flood can raise (the issued tokens' change check, a fetch of a
+   * missing or stale key set). Without it, every token counts as `"unknown"`.
    */
   authenticateFromMemory?(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict>;
   /** Stops background work (cache refresh, last-used flush) and flushes what it holds. */

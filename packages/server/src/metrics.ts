@@ -83,6 +83,12 @@ export function createMetrics(
       labelNames: ["reason"] as const,
       registers: [registry],
     }),
+    tokenStoreQueries: new Counter({
+      name: "plantstore_token_store_queries_total",
+      help: "Queries of the issued-token store for authentication, by query: change_version (the 250 ms poll and the change checks requests share), active_tokens (every active token, read again after a change), find_token (one token, only when more are active than a server holds in memory).",
+      labelNames: ["query"] as const,
+      registers: [registry],
+    }),
     rateLimitFallbacks: new Counter({
       name: "plantstore_rate_limit_fallbacks_total",
       help: "Rate-limit decisions counted in this instance's memory because Redis (REDIS_URL) failed or was not connected.",

@@ -92,6 +92,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     // Background work, not a request: its lines say where they come from instead of a reqId.
     logger: logger.child({ component: "tokens" }),
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
+    onQuery: (query) => metrics.tokenStoreQueries.inc({ query }),
   });
   const configured = chainAuthenticators([
     createStaticTokenAuthenticator(config.tokens),

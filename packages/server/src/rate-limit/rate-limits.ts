@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { Metrics } from "../metrics.ts";
+import { addressGroup } from "./address-group.ts";
 
 /** `points` requests per `windowSec` seconds (a fixed window per key). */
 export type RateLimitPolicy = { name: string; points: number; windowSec: number };
@@ -93,10 +94,11 @@ class Counter {
 
 /**
  * A client address over its failed-authentication limit, until its window ends. A request from it
- * is refused unless its token is valid (http/authenticate.ts decides that from memory); a token
- * memory cannot decide gets a full check (a signature check, a token-database lookup) only in the
- * address's one slot: at most one failed full check per `window / points` seconds, the pace the
- * limit allows any address anyway, however fast the requests come.
+ * is refused unless its token is valid (http/authenticate.ts decides that from what is held in
+ * memory, which covers every token but two rare cases); a token memory cannot decide gets a full
+ * check (a token-database lookup, a key-set fetch) only in the address's one slot: at most one
+ * failed full check per `window / points` seconds, the pace the limit allows any address anyway,
+ * however fast the requests come.
  */
 export class AddressBlock {
   readonly until: number;
@@ -194,7 +196,7 @@ export class RateLimits {
    */
   addressBlocked(addressOf: () => string): AddressBlock | undefined {
     if (this.#blocked.size === 0) return undefined;
-    const address = addressOf();
+    const address = addressGroup(addressOf());
     const block = this.#blocked.get(address);
     if (block === undefined) return undefined;
     if (block.until <= Date.now()) {
@@ -204,10 +206,14 @@ export class RateLimits {
     return block;
   }
 
-  /** Counts a failed authentication; a refusal when that puts the address over its limit. */
-  async recordAuthFailure(address: string): Promise<LimitDecision | undefined> {
+  /**
+   * Counts a failed authentication against the address's group (see addressGroup: every spelling
+   * of one IPv4 address, or one IPv6 /64); a refusal when that puts the group over its limit.
+   */
+  async recordAuthFailure(clientAddress: string): Promise<LimitDecision | undefined> {
     const counter = this.#authFailures;
     if (counter === undefined) return undefined;
+    const address = addressGroup(clientAddress);
     try {
       await counter.consume(address);
       return undefined;

@@ -138,6 +138,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
   // RFC 9110 §10.1.1 lets a server ignore expectations it does not know: serve the request as usual.
   server.on("checkExpectation", (req, res) => server.emit("request", req, res));
+  // Node would answer `Expect: 100-continue` with `100 Continue` at once; the app sends it only
+  // once the headers are accepted (route, authentication, declared length), before reading the body.
+  server.on("checkContinue", (req, res) => server.emit("request", req, res));
   // A client that half-closes after its request (`nc`, some proxies) still gets the answer: by
   // default Node aborts the request on the client's FIN, after it may already have been stored.
   Object.assign(server, { httpAllowHalfOpen: true });

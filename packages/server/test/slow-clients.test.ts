@@ -1,4 +1,5 @@
 import { Agent, type Server } from "node:http";
+import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN } from "./harness.ts";
 import { postPlant, randomPlant } from "./load.ts";
@@ -175,6 +176,45 @@ describe("slow and idle clients", () => {
     expect(await openConnections()).toBeLessThanOrEqual(1);
     for (const client of clients) client.socket.destroy();
   }, 30_000);
+
+  it("keeps serving a client that reads slowly but steadily for longer than that bound", async () => {
+    const requestTimeoutMs = 300;
+    // 16 answers of 1.7 MB: far more than loopback's socket buffers hold.
+    const answers = 16;
+    await using server = await startTestServer({ headersTimeoutMs: requestTimeoutMs, requestTimeoutMs });
+    const path = "/docs/swagger-ui-bundle.js";
+    const bundleBytes = Number((await rawRequest(server.url, { method: "HEAD", path })).headers["content-length"]);
+    let serverSide: Socket | undefined;
+    server.server.once("connection", (socket: Socket) => (serverSide = socket));
+    const client = connect(server.port, "127.0.0.1");
+    // A reset would end the wait below with too few bytes taken, which the expectation reports.
+    client.on("error", () => undefined);
+    client.pause();
+    client.write(`GET ${path} HTTP/1.1\r\nHost: plantstore\r\n\r\n`.repeat(answers));
+    let taken = 0;
+    // At most one socket buffer's worth per tick: a few MB/s, so the server holds unsent bytes for
+    // longer than the stall bound while the client keeps taking them.
+    const reader = setInterval(() => (taken += (client.read() as Buffer | null)?.length ?? 0), 20);
+    let firstPending = 0;
+    let lastPending = 0;
+    try {
+      await until(
+        () => taken >= answers * bundleBytes || client.destroyed,
+        40_000,
+        () => `${answers} answers read (${taken} bytes so far)`,
+        async () => {
+          if ((serverSide?.writableLength ?? 0) === 0) return;
+          lastPending = Date.now();
+          firstPending ||= lastPending;
+        },
+      );
+    } finally {
+      clearInterval(reader);
+      client.destroy();
+    }
+    expect(taken).toBeGreaterThanOrEqual(answers * bundleBytes);
+    expect(lastPending - firstPending).toBeGreaterThan(requestTimeoutMs + 5_000);
+  }, 60_000);
 });
 
 describe("PLANTSTORE_MAX_CONNECTIONS", () => {

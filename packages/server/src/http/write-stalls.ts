@@ -5,7 +5,6 @@ export type WriteStallOptions = {
   stallMs: number;
   /** How often connections are looked at; a stalled one is cut at most this late. */
   checkEveryMs: number;
-  now?: () => number;
 };
 
 type Progress = { since: number; completed: number; queued: number };
@@ -27,10 +26,9 @@ type WatchedSocket = Socket & { [kProgress]?: Progress };
  * whose answers are backed up, so a stalled reader cannot keep itself alive by writing.
  */
 export function watchWriteStalls(sockets: Iterable<Socket>, options: WriteStallOptions): { stop(): void } {
-  const now = options.now ?? Date.now;
-  let previousCheck = now();
+  let previousCheck = Date.now();
   const timer = setInterval(() => {
-    const checked = now();
+    const checked = Date.now();
     for (const socket of sockets as Iterable<WatchedSocket>) {
       if (socket.destroyed) continue;
       const queued = writeQueueSize(socket);

@@ -27,7 +27,8 @@ export type ConnectionGuardOptions = {
 // A refused client gets this long to read its 503 and close; then the socket is destroyed.
 const REFUSED_LINGER_MS = 2_000;
 const IDLE_SWEEP_MS = 100;
-// How often stalled writers are looked for, at most: a stalled one is cut this much late at worst.
+// How often stalled writers are looked for, at most: a stalled one is cut up to this much before
+// its bound (the last byte moved at some time between two looks), never after it.
 const STALL_CHECK_MS = 1_000;
 
 const kResponse = Symbol("plantstore.response");

@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 export type WriteStallOptions = {
   /** A connection with answer bytes its peer has not taken for this long is destroyed. */
   stallMs: number;
-  /** How often connections are looked at; a stalled one is cut at most this late. */
+  /** How often connections are looked at; a stalled one is cut up to this much early, never late. */
   checkEveryMs: number;
 };
 

@@ -49,8 +49,9 @@ export type StartOptions = {
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
 // `Connection: close`) before they are closed, so a request already on the wire is not reset.
 const IDLE_GRACE_MS = 1_000;
-// A connection on which no byte moves either way for this long past the request timeout (a client
-// that stopped reading its answer) is closed; the request timeout itself answers 408 first.
+// A connection on which no byte moves either way for this long past the request timeout is closed,
+// and so is one whose client took none of its answers' bytes for as long (it stopped reading),
+// whatever it sent; the request timeout itself answers 408 first.
 const STALL_MARGIN_MS = 5_000;
 
 // 32 base64 characters carry 192 random bits: beyond any guessing rate a server can answer.
@@ -138,12 +139,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
   // RFC 9110 §10.1.1 lets a server ignore expectations it does not know: serve the request as usual.
   server.on("checkExpectation", (req, res) => server.emit("request", req, res));
+  // Node would answer `Expect: 100-continue` with `100 Continue` at once; the app sends it only
+  // once the headers are accepted (route, authentication, declared length), before reading the body.
+  server.on("checkContinue", (req, res) => server.emit("request", req, res));
   // A client that half-closes after its request (`nc`, some proxies) still gets the answer: by
   // default Node aborts the request on the client's FIN, after it may already have been stored.
   Object.assign(server, { httpAllowHalfOpen: true });
   const connections = guardConnections(server, {
     maxConnections: config.maxConnections,
     onRefused: () => metrics.connectionsRefused.inc(),
+    writeStallMs: config.requestTimeoutMs + STALL_MARGIN_MS,
   });
   openConnections = () => connections.open;
   server.listen(config.port, config.host);

@@ -17,6 +17,7 @@ import { RouteTable, type RouteMatch } from "./routes.ts";
 import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
+import { closeWhenBodyUnread } from "./unread-body.ts";
 
 export type AppOptions = {
   router: AppRouter;
@@ -37,6 +38,15 @@ export type AppOptions = {
 // What Koa's `ctx.type = "application/json"` sets, written as the header itself: the type setter
 // looks the name up in mime-db on every call, ~1.5% of a request's main-thread CPU in the profile.
 const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/**
+ * The server hands `Expect: 100-continue` requests to the app without the interim answer (its
+ * 'checkContinue' listener), so a request refused from its headers gets its final answer and no
+ * invitation to send a body first (RFC 9110 §10.1.1).
+ */
+function continueIfExpected(ctx: Koa.Context): void {
+  if (!ctx.res.headersSent && ctx.get("expect").toLowerCase() === "100-continue") ctx.res.writeContinue();
+}
 
 function sendError(ctx: Koa.Context, error: ApiError): void {
   ctx.status = error.status;
@@ -72,6 +82,7 @@ export function createApp(options: AppOptions): Koa {
   app.proxy = false;
 
   app.use(requestContext(logger, metrics));
+  app.use(closeWhenBodyUnread());
   // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
   app.use((ctx, next) => {
     const path = decodeUnreserved(ctx.path);
@@ -169,7 +180,8 @@ export function createApp(options: AppOptions): Koa {
     } else {
       assertJsonContentType(ctx.get("content-type") || undefined);
       assertIdentityEncoding(ctx.get("content-encoding") || undefined);
-      const body = await readJsonObject(ctx.req, bodyLimitBytes);
+      // Routing, authentication and the declared length are decided: only now is the body asked for.
+      const body = await readJsonObject(ctx.req, bodyLimitBytes, () => continueIfExpected(ctx));
       input = Object.keys(params).length === 0 ? body : { ...body, ...params };
     }
 

@@ -81,13 +81,19 @@ function takeArrivedBody(req: IncomingMessage, declared: string | undefined): Bu
 
 /**
  * Reads the whole body within `limit` bytes and parses it as a JSON object, keeping integer
- * literals exact (`bigint`). Every failure is a catalogued ApiError.
+ * literals exact (`bigint`). Every failure is a catalogued ApiError. `askForBody` is called once the
+ * declared length is known to be acceptable, before any byte of the body is read.
  */
-export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  req: IncomingMessage,
+  limit: number,
+  askForBody?: () => void,
+): Promise<Record<string, unknown>> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > limit) {
     throw new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
   }
+  askForBody?.();
   let bytes: Buffer | undefined = takeArrivedBody(req, declared);
   if (bytes === undefined) {
     try {

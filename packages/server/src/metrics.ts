@@ -94,5 +94,17 @@ export function createMetrics(
       help: "Rate-limit decisions counted in this instance's memory because Redis (REDIS_URL) failed or was not connected.",
       registers: [registry],
     }),
+    dependencyCircuitOpen: new Gauge({
+      name: "plantstore_dependency_circuit_open",
+      help: "1 while the circuit breaker in front of a dependency is open (calls to it are skipped until a background probe answers), else 0.",
+      labelNames: ["dependency"] as const,
+      registers: [registry],
+    }),
+    dependencyCircuitOpenings: new Counter({
+      name: "plantstore_dependency_circuit_openings_total",
+      help: "Times the circuit breaker in front of a dependency opened (so short outages between scrapes are seen too).",
+      labelNames: ["dependency"] as const,
+      registers: [registry],
+    }),
   };
 }

@@ -16,7 +16,7 @@ import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
-import { connectRedis, disconnectRedis } from "./rate-limit/redis.ts";
+import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
@@ -103,10 +103,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const authenticator = options.authenticator ?? configured;
   const rateLimitLogger = logger.child({ component: "rate-limit" });
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
+  const sharedCounting =
+    redis === undefined
+      ? undefined
+      : { client: redis, prefix: config.redisPrefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,
     authFailures: config.rateLimits.authFailures,
-    redis: redis === undefined ? undefined : { client: redis, prefix: config.redisPrefix },
+    redis: sharedCounting,
     logger: rateLimitLogger,
     metrics,
   });
@@ -157,6 +161,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   } catch (error) {
     await configured.close();
     await tokenStore.close();
+    sharedCounting?.breaker.stop();
     if (redis !== undefined) await disconnectRedis(redis);
     await store.close();
     throw error;
@@ -189,6 +194,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       // Last-used times still in memory are written before the database closes.
       await configured.close();
       await tokenStore.close();
+      sharedCounting?.breaker.stop();
       if (redis !== undefined) await disconnectRedis(redis);
       // Commits what is queued (requests under way were waiting for it), then closes the database.
       await store.close();

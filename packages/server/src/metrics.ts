@@ -26,6 +26,12 @@ export function createMetrics(
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
+    errors: new Counter({
+      name: "plantstore_errors_total",
+      help: "Error answers, by catalogue code name (every one, though repeated failures are logged once per interval).",
+      labelNames: ["code"] as const,
+      registers: [registry],
+    }),
     batchSize: new Histogram({
       name: "plantstore_store_batch_size",
       help: "Creations committed together in one transaction (group commit).",

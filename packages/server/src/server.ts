@@ -12,6 +12,7 @@ import { createApp } from "./http/app.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createLogger } from "./logger.ts";
+import { LogThrottle } from "./log-throttle.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
@@ -20,6 +21,7 @@ import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit
 import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
+import { WriteHealth } from "./storage/write-health.ts";
 
 export type RunningServer = {
   /** e.g. `http://127.0.0.1:43121` */
@@ -74,8 +76,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   let backlog = async () => 0;
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
+  const writeHealth = new WriteHealth();
+  // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
+  const logThrottle = new LogThrottle();
   const store = await openStore(config.databaseUrl, {
     durability: config.durability,
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
+    writeHealth,
     onCommit: (size, ms) => {
       metrics.batchSize.observe(size);
       metrics.commitDuration.observe(ms / 1000);
@@ -125,6 +132,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
     rateLimits,
     trustedProxies: config.trustedProxies,
+    writeHealth,
+    logThrottle,
   });
 
   const server = createHttpServer(
@@ -172,6 +181,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     policy: createOutboundPolicy(config.webhookAllowedHosts),
     // Background work, not a request: its lines say where they come from instead of a reqId.
     logger: logger.child({ component: "webhooks" }),
+    logThrottle,
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
@@ -198,6 +208,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       if (redis !== undefined) await disconnectRedis(redis);
       // Commits what is queued (requests under way were waiting for it), then closes the database.
       await store.close();
+      // Counts of repeated failures not yet written would otherwise be lost with the process.
+      logThrottle.flush();
       if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
     })());
 

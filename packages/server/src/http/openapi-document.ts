@@ -39,6 +39,14 @@ const ERROR_HEADERS: Record<number, Json> = {
     "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
     ...RATE_LIMIT_HEADERS,
   },
+  503: {
+    "Retry-After": {
+      description:
+        "Seconds to wait before retrying: 1 when the database is unreachable or busy or the server is at its connection limit, " +
+        "5 when its disk is full, it is read-only or its storage fails.",
+      schema: { type: "integer", minimum: 1 },
+    },
+  },
 };
 
 const BEARER_DESCRIPTION =
@@ -62,7 +70,10 @@ const STATUS_SUMMARY: Record<number, string> = {
     'is over its failed-authentication limit (policy `"auth-failures"`). A valid token is served whatever its address did, ' +
     "so another caller's wrong guesses from a shared address (NAT, office, proxy) never lock it out.",
   500: "Unexpected server failure",
-  503: "The database is unreachable, or the server holds as many connections as it accepts",
+  503:
+    "The database is unreachable, busy (a lock or a long statement), out of disk space, read-only or failing its I/O, " +
+    "or the server holds as many connections as it accepts; `x-error-codes` names each case. Nothing of a failed " +
+    "write is stored; retry after `Retry-After` (a replay of a stored plant answers 200).",
 };
 
 /**

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { PlantStore } from "./plant-store.ts";
+import type { WriteHealth } from "./write-health.ts";
 import type { WebhookAdmin } from "./webhook-admin.ts";
 import type { WebhookQueue } from "./webhook-queue.ts";
 import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
@@ -15,6 +16,10 @@ export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */
   durability?: Durability;
   onCommit?: (batchSize: number, commitMs: number) => void;
+  /** SQLite only: how long a write waits for another connection's lock (PLANTSTORE_SQLITE_BUSY_TIMEOUT_MS). */
+  busyTimeoutMs?: number;
+  /** Told how each write batch went, for readiness (both backends). */
+  writeHealth?: WriteHealth;
   /** PostgreSQL pool settings; defaults in DEFAULT_POSTGRES_SETTINGS. */
   postgres?: Partial<Omit<PostgresSettings, "url">>;
 };
@@ -41,7 +46,11 @@ export async function openStore(
 ): Promise<PlantStore & WebhookQueue> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
-    return PostgresStore.open({ ...postgresSettings(databaseUrl, options), onCommit: options.onCommit });
+    return PostgresStore.open({
+      ...postgresSettings(databaseUrl, options),
+      onCommit: options.onCommit,
+      writeHealth: options.writeHealth,
+    });
   }
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

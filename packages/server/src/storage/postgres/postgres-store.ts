@@ -13,6 +13,7 @@ import type {
 } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
+import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
 import { migratePostgres } from "./migrations.ts";
 import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
@@ -27,6 +28,8 @@ export type PostgresStoreOptions = PostgresSettings & {
   onCommit?: (batchSize: number, commitMs: number) => void;
   /** Apply pending migrations before serving (default true). */
   migrate?: boolean;
+  /** Told how each batch of creations went, for readiness. */
+  writeHealth?: WriteHealth | undefined;
 };
 
 type Stored = { name: string; tag: string | null };
@@ -102,6 +105,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       // database's CPU per creation fell from ~27-33 to ~19 µs at the same req/s (bench/README.md).
       minOverlappingBatch: 16,
       onCommit: options.onCommit,
+      health: options.writeHealth,
     });
   }
 
@@ -262,6 +266,16 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async ping(): Promise<void> {
     this.#refuseWhenClosed();
     await query(this.#pool, "SELECT 1");
+  }
+
+  /** A one-row write (the write_probe table): proves writes commit, for readiness after a failure. */
+  async probeWrite(): Promise<void> {
+    this.#refuseWhenClosed();
+    await query(
+      this.#pool,
+      "INSERT INTO write_probe (id, probed_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+      [Date.now()],
+    );
   }
 
   async migrations(): Promise<MigrationStatus> {

@@ -107,7 +107,8 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
 
-  app.use(requestContext(logger, metrics));
+  const throttle = options.logThrottle ?? new LogThrottle();
+  app.use(requestContext(logger, metrics, throttle));
   app.use(closeWhenBodyUnread());
   // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
   app.use((ctx, next) => {
@@ -171,7 +172,6 @@ export function createApp(options: AppOptions): Koa {
     );
   }
 
-  const throttle = options.logThrottle ?? new LogThrottle();
   const errorCount = (code: string) => metrics.errors.labels({ code });
   app.use(async (ctx, next) => {
     try {

@@ -76,11 +76,14 @@ describe("the log during a PostgreSQL outage under load", () => {
     } finally {
       await load.stop();
     }
-    const errors = outageLog
+    const lines = outageLog
       .split("\n")
       .filter((l) => l.startsWith("{"))
-      .map((l) => ({ bytes: l.length + 1, line: JSON.parse(l) as { level: number; msg: string; repeats?: number } }))
-      .filter(({ line }) => line.level >= 50);
+      .map((l) => ({
+        bytes: l.length + 1,
+        line: JSON.parse(l) as { level: number; msg: string; status?: number; repeats?: number },
+      }));
+    const errors = lines.filter(({ line }) => line.level >= 50);
     const requestFailed = errors.filter(({ line }) => line.msg.startsWith("request failed"));
     const errorBytes = errors.reduce((sum, { bytes }) => sum + bytes, 0);
     const summary = `${requestFailed.length} "request failed" lines, ${errorBytes} bytes of error lines, for ${load.counts.failed} failed requests`;
@@ -91,5 +94,12 @@ describe("the log during a PostgreSQL outage under load", () => {
     // The counts add up: every failure is either logged or counted.
     const counted = requestFailed.reduce((sum, { line }) => sum + (line.repeats ?? 1), 0);
     expect(counted, summary).toBeGreaterThanOrEqual(FAILURES);
+
+    // The outage's access lines (every one a 503) are bounded the same way, and their counts add up too.
+    const unavailable = lines.filter(({ line }) => line.status === 503);
+    const accessSummary = `${unavailable.length} access lines for 503s, for ${load.counts.failed} failed requests`;
+    expect(unavailable.length, accessSummary).toBeLessThanOrEqual(20);
+    const answered = unavailable.reduce((sum, { line }) => sum + (line.repeats ?? 1), 0);
+    expect(answered, accessSummary).toBeGreaterThanOrEqual(FAILURES);
   }, 180_000);
 });

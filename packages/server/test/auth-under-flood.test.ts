@@ -1,15 +1,13 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { once } from "node:events";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { Agent, createServer, request as httpRequest } from "node:http";
-import type { AddressInfo } from "node:net";
+import { Agent, request as httpRequest } from "node:http";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from "jose";
 import { describe, expect, it } from "vitest";
 import { rawRequest } from "./harness.ts";
 import { createTestDatabase } from "./test-database.ts";
-import { issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
+import { issueToken, startJwksServer, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 import { waitFor } from "./wait-for.ts";
 
 /**
@@ -26,26 +24,6 @@ const ISSUER = "https://idp.example.test/";
 const AUDIENCE = "plantstore";
 const COOLDOWN_MS = 1_000;
 const ARTIFACTS = fileURLToPath(new URL("../../../test-artifacts/", import.meta.url));
-
-/** A JWKS endpoint on loopback that counts its fetches: what the flood costs the identity provider. */
-async function startJwksServer(keys: unknown[]) {
-  let fetches = 0;
-  const server = createServer((_, res) => {
-    fetches++;
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ keys }));
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`,
-    fetches: () => fetches,
-    close: () => {
-      server.close();
-      server.closeAllConnections();
-    },
-  };
-}
 
 const base64url = (bytes: Buffer | string) => Buffer.from(bytes).toString("base64url");
 

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { createServer as createHttpServer } from "node:http";
-import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import { createServer, connect, type Server, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +16,7 @@ import {
   type TestResponse,
 } from "./harness.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
-import { databaseUrlOf, issueToken, startServerProcess, type ServerProcess } from "./token-helpers.ts";
+import { databaseUrlOf, issueToken, startJwksServer, startServerProcess, type ServerProcess } from "./token-helpers.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const get = (url: string, token?: string) =>
@@ -403,26 +402,6 @@ const claims = (overrides: JWTPayload = {}): JWTPayload => ({
   exp: Math.floor(Date.now() / 1000) + 600,
   ...overrides,
 });
-
-/** A JWKS endpoint on an ephemeral port that counts its fetches: each one is a key lookup a signature check needed. */
-async function startJwksServer(keys: unknown[]): Promise<{ url: string; fetches(): number; close(): void }> {
-  let fetches = 0;
-  const server = createHttpServer((_, res) => {
-    fetches++;
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ keys }));
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`,
-    fetches: () => fetches,
-    close: () => {
-      server.close();
-      server.closeAllConnections();
-    },
-  };
-}
 
 describe("valid tokens from an address over its failed-authentication limit (issue 17)", () => {
   it("are served (static, issued, JWT); wrong ones get 429 without a signature check each, and 401 again after the window", async () => {

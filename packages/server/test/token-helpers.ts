@@ -1,4 +1,7 @@
 import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { newOpaqueToken, type NewOpaqueToken } from "../src/auth/opaque-token.ts";
 import { openTokenStore } from "../src/storage/open-store.ts";
@@ -106,6 +109,26 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       const code = await exited;
       clearTimeout(timer);
       return code;
+    },
+  };
+}
+
+/** A JWKS endpoint on loopback that counts its fetches: each one is a key lookup a signature check needed. */
+export async function startJwksServer(keys: unknown[]): Promise<{ url: string; fetches(): number; close(): void }> {
+  let fetches = 0;
+  const server = createServer((_, res) => {
+    fetches++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ keys }));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`,
+    fetches: () => fetches,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
     },
   };
 }

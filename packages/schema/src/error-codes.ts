@@ -59,6 +59,11 @@ export const ErrorCodes = {
     status: 503,
     meaning: "The server holds as many connections as it accepts; retry after Retry-After.",
   },
+  STORAGE_BUSY: {
+    error: 50302,
+    status: 503,
+    meaning: "The database is busy (a lock or a long statement); retry shortly.",
+  },
 } as const satisfies Record<string, { error: number; status: number; meaning: string }>;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

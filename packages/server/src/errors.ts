@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
-import { StoreUnavailableError } from "./storage/store-errors.ts";
+import { StoreBusyError, StoreUnavailableError } from "./storage/store-errors.ts";
 
 // Neutral ground: procedures, auth and the HTTP adapter all throw and read these, and none of them
 // has to import the transport for it.
@@ -70,6 +70,14 @@ function unavailable(cause: StoreUnavailableError): ApiError {
   });
 }
 
+/** The database answers but a lock or a long statement held this request up: retrying soon may pass. */
+function busy(cause: StoreBusyError): ApiError {
+  return new ApiError("STORAGE_BUSY", "the database is busy (a lock or a long statement); retry shortly", {
+    headers: { "Retry-After": "1" },
+    cause,
+  });
+}
+
 /**
  * The one place that decides which catalogue entry any thrown value becomes. Input validation
  * failures (zod issues) become VALIDATION_FAILED with every issue named; anything unrecognised is
@@ -78,9 +86,11 @@ function unavailable(cause: StoreUnavailableError): ApiError {
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof StoreUnavailableError) return unavailable(error);
+  if (error instanceof StoreBusyError) return busy(error);
   if (error instanceof TRPCError) {
     if (error.cause instanceof ApiError) return error.cause;
     if (error.cause instanceof StoreUnavailableError) return unavailable(error.cause);
+    if (error.cause instanceof StoreBusyError) return busy(error.cause);
     if (error.code === "BAD_REQUEST" && hasIssues(error.cause)) {
       const message = error.cause.issues.map(describeIssue).join("; ");
       return new ApiError("VALIDATION_FAILED", message, { cause: error });

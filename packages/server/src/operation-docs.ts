@@ -46,7 +46,12 @@ export const REQUEST_ERRORS = [
   "HEADERS_TOO_LARGE",
 ] as const satisfies readonly ErrorCodeName[];
 /** Failures of the server itself, possible on every operation. */
-export const SERVER_ERRORS = ["INTERNAL", "UNAVAILABLE", "SERVER_BUSY"] as const satisfies readonly ErrorCodeName[];
+export const SERVER_ERRORS = [
+  "INTERNAL",
+  "UNAVAILABLE",
+  "SERVER_BUSY",
+  "STORAGE_BUSY",
+] as const satisfies readonly ErrorCodeName[];
 
 export const header = (description: string): HeaderDoc => ({ description, schema: { type: "string" } });
 

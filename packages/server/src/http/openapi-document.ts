@@ -39,6 +39,14 @@ const ERROR_HEADERS: Record<number, Json> = {
     "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
     ...RATE_LIMIT_HEADERS,
   },
+  503: {
+    "Retry-After": {
+      description:
+        "Seconds to wait before retrying: with `50301`, `50302`, and `50300` when the database is unreachable " +
+        "(while PostgreSQL's circuit is open, the answer comes at once).",
+      schema: { type: "integer", minimum: 1 },
+    },
+  },
 };
 
 const BEARER_DESCRIPTION =
@@ -62,7 +70,9 @@ const STATUS_SUMMARY: Record<number, string> = {
     'is over its failed-authentication limit (policy `"auth-failures"`). A valid token is served whatever its address did, ' +
     "so another caller's wrong guesses from a shared address (NAT, office, proxy) never lock it out.",
   500: "Unexpected server failure",
-  503: "The database is unreachable, or the server holds as many connections as it accepts",
+  503:
+    "The database is unreachable (`50300`), or busy with a lock or a long statement (`50302`), or the server holds as many " +
+    "connections as it accepts (`50301`)",
 };
 
 /**

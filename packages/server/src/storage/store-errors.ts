@@ -9,3 +9,15 @@ export class StoreUnavailableError extends Error {
     this.name = "StoreUnavailableError";
   }
 }
+
+/**
+ * The database answers but cannot do this now: a lock wait, a deadlock or a statement timeout.
+ * Apart from StoreUnavailableError so the answer (503 STORAGE_BUSY) and the log send an operator
+ * to the locks and long statements, not to the network. Never counted by the circuit breaker.
+ */
+export class StoreBusyError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreBusyError";
+  }
+}

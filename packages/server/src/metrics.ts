@@ -83,6 +83,12 @@ export function createMetrics(
       labelNames: ["reason"] as const,
       registers: [registry],
     }),
+    dependencyCircuitOpen: new Gauge({
+      name: "plantstore_dependency_circuit_open",
+      help: "1 while the circuit breaker in front of a dependency is open (requests that need it get 503 at once), else 0.",
+      labelNames: ["dependency"] as const,
+      registers: [registry],
+    }),
     rateLimitFallbacks: new Counter({
       name: "plantstore_rate_limit_fallbacks_total",
       help: "Rate-limit decisions counted in this instance's memory because Redis (REDIS_URL) failed or was not connected.",

@@ -15,6 +15,7 @@ import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
+import { isPostgresUrl } from "./storage/postgres/pool.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
 import { connectRedis, disconnectRedis } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
@@ -73,6 +74,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   let backlog = async () => 0;
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
+  // Present from the start on PostgreSQL, so a dashboard sees 0 rather than no series.
+  if (isPostgresUrl(config.databaseUrl)) metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
   const store = await openStore(config.databaseUrl, {
     durability: config.durability,
     onCommit: (size, ms) => {
@@ -83,6 +86,18 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       ...config.postgres,
       // The pool replaces the connection by itself; the line tells an operator why requests failed.
       onIdleError: (error) => logger.warn({ err: error }, "database connection lost"),
+    },
+    postgresBreaker: {
+      ...config.postgresBreaker,
+      onStateChange: (state, { failures }) => {
+        metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, state === "open" ? 1 : 0);
+        if (state === "open") {
+          logger.warn(
+            { component: "storage", failures },
+            "PostgreSQL circuit open: it stopped answering (timeouts or refusals in a row); requests get 503 at once while a probe waits for it",
+          );
+        } else logger.info({ component: "storage" }, "PostgreSQL circuit closed: the database answers again");
+      },
     },
   });
   backlog = () => store.webhookBacklog();

@@ -10,6 +10,7 @@ import { PostgresStore } from "./postgres/postgres-store.ts";
 import { PostgresTokenStore } from "./postgres/token-store.ts";
 import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
 import type { TokenStore } from "./token-store.ts";
+import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
 
 export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */
@@ -17,6 +18,8 @@ export type OpenStoreOptions = {
   onCommit?: (batchSize: number, commitMs: number) => void;
   /** PostgreSQL pool settings; defaults in DEFAULT_POSTGRES_SETTINGS. */
   postgres?: Partial<Omit<PostgresSettings, "url">>;
+  /** PostgreSQL's circuit breaker; defaults in DEFAULT_POSTGRES_BREAKER. */
+  postgresBreaker?: Partial<PostgresBreakerSettings>;
 };
 
 const USAGE = "use sqlite:<path>, sqlite::memory: or postgres://user@host:port/database";
@@ -41,7 +44,11 @@ export async function openStore(
 ): Promise<PlantStore & WebhookQueue> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
-    return PostgresStore.open({ ...postgresSettings(databaseUrl, options), onCommit: options.onCommit });
+    return PostgresStore.open({
+      ...postgresSettings(databaseUrl, options),
+      onCommit: options.onCommit,
+      breaker: options.postgresBreaker,
+    });
   }
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

@@ -100,6 +100,33 @@ export async function connectForMigrations(settings: PostgresSettings): Promise<
   return client;
 }
 
+/**
+ * Whether the database answers now: `SELECT 1` on a fresh connection (never a pooled one, which may
+ * be stuck behind the very statements that stalled), all of it within `timeoutMs`.
+ */
+export async function probeDatabase(settings: PostgresSettings, timeoutMs: number): Promise<void> {
+  const client = new Client({
+    ...clientConfig(settings),
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs,
+    application_name: "plantstore-probe",
+  });
+  client.on("error", () => {
+    // Reported to the probe's own connect or query; nothing else waits on this connection.
+  });
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+  } catch (error) {
+    // Not awaited: on a silent network the goodbye may never be acknowledged (end() drops a
+    // connection with a hung query at once; the timers above dropped a hung connect).
+    client.end().catch(() => undefined);
+    throw asStoreError(error);
+  }
+  await client.end().catch(() => undefined);
+}
+
 const UNAVAILABLE_NODE_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",

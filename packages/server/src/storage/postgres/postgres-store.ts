@@ -17,6 +17,11 @@ import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
 import { migratePostgres } from "./migrations.ts";
 import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
+import {
+  DEFAULT_POSTGRES_BREAKER,
+  PostgresBreaker,
+  type PostgresBreakerSettings,
+} from "../../resilience/postgres-breaker.ts";
 
 export type PostgresStoreOptions = PostgresSettings & {
   /** Most creations one statement carries; the rest wait for the next one. */
@@ -27,6 +32,8 @@ export type PostgresStoreOptions = PostgresSettings & {
   onCommit?: (batchSize: number, commitMs: number) => void;
   /** Apply pending migrations before serving (default true). */
   migrate?: boolean;
+  /** The circuit breaker every statement of this store goes through (DEFAULT_POSTGRES_BREAKER). */
+  breaker?: Partial<PostgresBreakerSettings>;
 };
 
 type Stored = { name: string; tag: string | null };
@@ -83,6 +90,7 @@ const MAX_SETTLE_ROUNDS = 8;
  */
 export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #pool: Pool;
+  readonly #breaker: PostgresBreaker;
   readonly #webhooks: PostgresWebhookQueue;
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
@@ -91,6 +99,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    this.#breaker = new PostgresBreaker(options, { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker });
     this.#webhooks = new PostgresWebhookQueue(pool);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
@@ -123,7 +132,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     const started = performance.now();
     let stored: Map<bigint, Stored & { created: boolean }>;
     try {
-      stored = await this.#settle(plants);
+      // A batch already past this point when the circuit opens still gets its own outcome.
+      stored = await this.#breaker.call(() => this.#settle(plants));
     } catch (error) {
       // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.
       throw asStoreError(error);
@@ -227,14 +237,18 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     this.#refuseWhenClosed();
-    const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete");
+    const rows = await this.#breaker.call(() =>
+      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+    );
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
     this.#refuseWhenClosed();
-    const rows = await this.#withRetry(() =>
-      query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
+    const rows = await this.#breaker.call(() =>
+      this.#withRetry(() =>
+        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
+      ),
     );
     const row = rows[0];
     return row === undefined ? undefined : plantFromRow(row);
@@ -255,35 +269,37 @@ export class PostgresStore implements PlantStore, WebhookQueue {
               "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3",
               [tag, after, limit],
             ];
-    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
+    const rows = await this.#breaker.call(() => this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name)));
     return rows.map(plantFromRow);
   }
 
   async ping(): Promise<void> {
     this.#refuseWhenClosed();
-    await query(this.#pool, "SELECT 1");
+    await this.#breaker.call(() => query(this.#pool, "SELECT 1"));
   }
 
   async migrations(): Promise<MigrationStatus> {
     this.#refuseWhenClosed();
-    const [row] = await query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations");
+    const [row] = await this.#breaker.call(() =>
+      query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations"),
+    );
     return migrationStatus(row?.n ?? 0);
   }
 
   hasDueDeliveries(now: number): Promise<boolean> {
-    return this.#webhooks.hasDueDeliveries(now);
+    return this.#breaker.call(() => this.#webhooks.hasDueDeliveries(now));
   }
 
   claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
-    return this.#webhooks.claimDeliveries(options);
+    return this.#breaker.call(() => this.#webhooks.claimDeliveries(options));
   }
 
   recordAttempt(attempt: AttemptRecord): Promise<void> {
-    return this.#webhooks.recordAttempt(attempt);
+    return this.#breaker.call(() => this.#webhooks.recordAttempt(attempt));
   }
 
   webhookBacklog(): Promise<number> {
-    return this.#webhooks.webhookBacklog();
+    return this.#breaker.call(() => this.#webhooks.webhookBacklog());
   }
 
   onEvents(listener: () => void): void {
@@ -298,6 +314,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async close(): Promise<void> {
     if (this.#creations.closed) return;
     await this.#creations.close();
+    this.#breaker.dispose();
     await this.#pool.end();
   }
 }

@@ -2,6 +2,7 @@ import type Koa from "koa";
 import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
+import { StoreBusyError } from "../storage/store-errors.ts";
 import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 
 /** A path the service answers itself rather than through a procedure: health, metrics, the document. */
@@ -29,6 +30,13 @@ async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
     await store.ping();
     migrations = await store.migrations?.();
   } catch (error) {
+    // Writes held up by a lock are not a network problem: say so, so nobody looks at the network.
+    if (error instanceof StoreBusyError) {
+      throw new ApiError("STORAGE_BUSY", "the database is busy: writes wait on a lock", {
+        cause: error,
+        headers: { "Retry-After": "1" },
+      });
+    }
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
   if (migrations !== undefined && migrations.applied < migrations.known) {

@@ -54,7 +54,7 @@ async function lockPlants(url: string) {
 }
 
 describe("PostgreSQL table locked by another session (LOCK TABLE plants IN ACCESS EXCLUSIVE MODE)", () => {
-  it("answers 503 STORAGE_BUSY with Retry-After (not 50300) after the statement timeout; 200 once released", async () => {
+  it("answers 503 STORAGE_BUSY with Retry-After (not 50300) after the statement timeout, readyz too; 200 once released", async () => {
     const { database, lines, send } = await serverWithLogs();
     expect((await send("POST", "/plants", '{"id":1,"name":"before"}')).status).toBe(200);
 
@@ -77,6 +77,11 @@ describe("PostgreSQL table locked by another session (LOCK TABLE plants IN ACCES
     const afterReads = await send("POST", "/plants", '{"id":3,"name":"during"}');
     expectErrorShape(afterReads, 503, 50302);
 
+    // Writes are failing on a lock: not ready, and saying why.
+    const readiness = await send("GET", "/readyz");
+    expectErrorShape(readiness, 503, 50302);
+    expect(readiness.headers["retry-after"]).toBe("1");
+
     // The log names the cause, not the network.
     await waitFor(
       () => lines.some((l) => l.includes('"request failed"') && l.includes("statement timeout")),
@@ -87,6 +92,8 @@ describe("PostgreSQL table locked by another session (LOCK TABLE plants IN ACCES
     expect(failed.filter((l) => l.includes("not reachable"))).toEqual([]);
 
     await release();
+    // Readiness checks the lock again without waiting for a write to succeed first.
+    expect((await send("GET", "/readyz")).status).toBe(200);
     expect((await send("POST", "/plants", '{"id":2,"name":"during"}')).status).toBe(200);
     expect((await send("GET", "/plants")).status).toBe(200);
     expect((await database.row(2n))?.name).toBe("during");

@@ -15,7 +15,15 @@ import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
 import { migratePostgres } from "./migrations.ts";
-import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
+import {
+  asStoreError,
+  createPostgresPool,
+  inTransaction,
+  isBrokenConnection,
+  query,
+  type PostgresSettings,
+} from "./pool.ts";
+import { StoreBusyError } from "../store-errors.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 import {
   DEFAULT_POSTGRES_BREAKER,
@@ -96,6 +104,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #eventListeners: Array<() => void> = [];
   // Whether the last batch found an active subscriber: the next one then carries its events.
   #subscribersSeen = true;
+  // The last write failed on a lock or a statement timeout and none has succeeded since: readiness
+  // then also checks that nothing locks the table against writes.
+  #writesBusy = false;
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -136,8 +147,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       stored = await this.#breaker.call(() => this.#settle(plants));
     } catch (error) {
       // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.
-      throw asStoreError(error);
+      throw this.#noteWrite(asStoreError(error));
     }
+    this.#writesBusy = false;
     const commitMs = performance.now() - started;
     // The first request for an id in this batch is the one that created it; later ones compare.
     const claimed = new Set<bigint>();
@@ -237,9 +249,15 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     this.#refuseWhenClosed();
-    const rows = await this.#breaker.call(() =>
-      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
-    );
+    let rows;
+    try {
+      rows = await this.#breaker.call(() =>
+        query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+      );
+    } catch (error) {
+      throw this.#noteWrite(error);
+    }
+    this.#writesBusy = false;
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
@@ -276,6 +294,22 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async ping(): Promise<void> {
     this.#refuseWhenClosed();
     await this.#breaker.call(() => query(this.#pool, "SELECT 1"));
+    if (this.#writesBusy) await this.#breaker.call(() => this.#writableNow());
+  }
+
+  /**
+   * Whether a write would get past the table's locks now, without waiting for them (`NOWAIT`): a
+   * `LOCK TABLE … IN ACCESS EXCLUSIVE MODE` held elsewhere fails it at once with a lock wait.
+   * Row locks on single ids are not seen, nor should they be: they hold up those ids only.
+   */
+  async #writableNow(): Promise<void> {
+    await inTransaction(this.#pool, (client) => client.query("LOCK TABLE plants IN ROW EXCLUSIVE MODE NOWAIT"));
+    this.#writesBusy = false;
+  }
+
+  #noteWrite(error: unknown): unknown {
+    if (error instanceof StoreBusyError) this.#writesBusy = true;
+    return error;
   }
 
   async migrations(): Promise<MigrationStatus> {

@@ -89,12 +89,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     },
     postgresBreaker: {
       ...config.postgresBreaker,
-      onStateChange: (state, { failures }) => {
+      onStateChange: (state, { failures, stalled }) => {
         metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, state === "open" ? 1 : 0);
         if (state === "open") {
+          const why = stalled
+            ? "a statement stalled and a probe got no answer"
+            : `${failures} timeouts or refusals in a row`;
           logger.warn(
-            { component: "storage", failures },
-            "PostgreSQL circuit open: it stopped answering (timeouts or refusals in a row); requests get 503 at once while a probe waits for it",
+            { component: "storage", failures, stalled },
+            `PostgreSQL circuit open: it stopped answering (${why}); requests get 503 at once while a probe waits for it`,
           );
         } else logger.info({ component: "storage" }, "PostgreSQL circuit closed: the database answers again");
       },

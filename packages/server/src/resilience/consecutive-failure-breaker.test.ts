@@ -3,7 +3,7 @@ import { ConsecutiveFailureBreaker, type CircuitState } from "./consecutive-fail
 
 class Gone extends Error {}
 
-function breaker(probe: () => Promise<void>) {
+function breaker(probe: () => Promise<void>, stallMs?: number) {
   const changes: CircuitState[] = [];
   const b = new ConsecutiveFailureBreaker({
     failureThreshold: 3,
@@ -11,6 +11,7 @@ function breaker(probe: () => Promise<void>) {
     openError: () => new Error("open"),
     probe,
     probeIntervalMs: 500,
+    ...(stallMs === undefined ? {} : { stallMs }),
     onStateChange: (state) => changes.push(state),
   });
   return { b, changes };
@@ -86,6 +87,31 @@ describe("ConsecutiveFailureBreaker", () => {
     await expect(inFlight).resolves.toBe("committed");
     // Its success does not close the circuit: only a probe does.
     expect(b.state).toBe("open");
+    b.dispose();
+  });
+
+  it("opens when a call stalls past stallMs and a probe gets no answer either, before the call fails", async () => {
+    let probeAnswers = true;
+    const probe = vi.fn(() => (probeAnswers ? Promise.resolve() : Promise.reject(new Error("silent"))));
+    const { b, changes } = breaker(probe, 2_000);
+    // A slow call while the dependency answers probes: busy, not gone.
+    let finishSlow!: () => void;
+    const slow = b.call(() => new Promise<void>((resolve) => (finishSlow = resolve)));
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(probe).toHaveBeenCalled();
+    expect(b.state).toBe("closed");
+    finishSlow();
+    await slow;
+    // A call that hangs while the probe gets no answer: gone.
+    probeAnswers = false;
+    const hung = b.call(() => new Promise<void>(() => {}));
+    void hung;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(b.state).toBe("closed");
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(b.state).toBe("open");
+    expect(changes).toEqual(["open"]);
+    await expect(b.call(() => Promise.resolve())).rejects.toThrow("open");
     b.dispose();
   });
 });

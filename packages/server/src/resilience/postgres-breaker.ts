@@ -1,6 +1,10 @@
 import { isClientQueryTimeout, probeDatabase, type PostgresSettings } from "../storage/postgres/pool.ts";
 import { StoreBusyError, StoreUnavailableError } from "../storage/store-errors.ts";
-import { ConsecutiveFailureBreaker, type CircuitState } from "./consecutive-failure-breaker.ts";
+import {
+  ConsecutiveFailureBreaker,
+  type CircuitChangeReason,
+  type CircuitState,
+} from "./consecutive-failure-breaker.ts";
 
 export type PostgresBreakerSettings = {
   /** Timeouts or refusals in a row that open the circuit (`PLANTSTORE_PG_BREAKER_FAILURES`). */
@@ -9,10 +13,17 @@ export type PostgresBreakerSettings = {
   probeIntervalMs?: number;
   /** How long one probe (connect and `SELECT 1`) may take. */
   probeTimeoutMs?: number;
-  onStateChange?: (state: CircuitState, reason: { failures: number }) => void;
+  /** A statement running this long makes the breaker probe; no answer to the probe opens the circuit. */
+  stallMs?: number;
+  onStateChange?: (state: CircuitState, reason: CircuitChangeReason) => void;
 };
 
-export const DEFAULT_POSTGRES_BREAKER = { failureThreshold: 3, probeIntervalMs: 500, probeTimeoutMs: 1_000 } as const;
+export const DEFAULT_POSTGRES_BREAKER = {
+  failureThreshold: 3,
+  probeIntervalMs: 500,
+  probeTimeoutMs: 1_000,
+  stallMs: 2_000,
+} as const;
 
 /**
  * The circuit breaker in front of one PostgreSQL database. A database that went silent (frozen,
@@ -28,6 +39,7 @@ export const DEFAULT_POSTGRES_BREAKER = { failureThreshold: 3, probeIntervalMs: 
 export class PostgresBreaker {
   readonly #core: ConsecutiveFailureBreaker;
   readonly #probe: () => Promise<void>;
+  readonly #probeIntervalMs: number;
   #liveness: Promise<boolean> | undefined;
 
   constructor(database: PostgresSettings, settings: PostgresBreakerSettings) {
@@ -37,18 +49,24 @@ export class PostgresBreaker {
     this.#core = new ConsecutiveFailureBreaker({
       failureThreshold: settings.failureThreshold,
       isFailure: (error) => error instanceof StoreUnavailableError,
-      openError: () =>
-        new StoreUnavailableError(
-          `the database is not reachable: the circuit is open after ${settings.failureThreshold} timeouts or refusals in a row; probing every ${probeIntervalMs} ms`,
-        ),
+      openError: () => this.openError(),
       probe: this.#probe,
       probeIntervalMs,
+      stallMs: settings.stallMs ?? DEFAULT_POSTGRES_BREAKER.stallMs,
       onStateChange: settings.onStateChange,
     });
+    this.#probeIntervalMs = probeIntervalMs;
   }
 
   get state(): CircuitState {
     return this.#core.state;
+  }
+
+  /** What anything that needs the database gets while the circuit is open. */
+  openError(): StoreUnavailableError {
+    return new StoreUnavailableError(
+      `the database is not reachable: the circuit is open (it stopped answering); probing every ${this.#probeIntervalMs} ms`,
+    );
   }
 
   /** Runs `fn` (which throws store errors) unless the circuit is open. */

@@ -110,7 +110,15 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
-    this.#breaker = new PostgresBreaker(options, { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker });
+    const breaker = { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker };
+    this.#breaker = new PostgresBreaker(options, {
+      ...breaker,
+      onStateChange: (state, reason) => {
+        // Creations queued behind batches that hang on the silent database go at once: none was sent.
+        if (state === "open") this.#creations.failQueued(this.#breaker.openError());
+        breaker.onStateChange?.(state, reason);
+      },
+    });
     this.#webhooks = new PostgresWebhookQueue(pool);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
@@ -136,6 +144,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   create(plant: NewPlant): Promise<CreateOutcome> {
+    // Not even queued while the circuit is open: batches hung on the silent database may hold
+    // every slot, and a queued creation would wait for their timeouts.
+    if (this.#breaker.state === "open") return Promise.reject(this.#breaker.openError());
     return this.#creations.submit(plantRow(plant));
   }
 

@@ -168,9 +168,11 @@ export function isUnavailable(error: unknown): boolean {
 /**
  * What held a statement up when the database answered but would not do it now, named for the log
  * and the operator: a lock wait (55P03: `lock_timeout`, `NOWAIT`), a deadlock (40P01), or a
- * statement timeout (57014: `statement_timeout`, or a cancel). Undefined for anything else.
+ * statement timeout (57014: `statement_timeout`; or cancelled by someone). Undefined for anything else.
  */
-export function busyCause(error: unknown): "lock wait" | "deadlock" | "statement timeout" | undefined {
+export function busyCause(
+  error: unknown,
+): "lock wait" | "deadlock" | "statement timeout" | "statement cancelled" | undefined {
   if (!(error instanceof DatabaseError)) return undefined;
   switch (error.code) {
     case "55P03":
@@ -178,7 +180,9 @@ export function busyCause(error: unknown): "lock wait" | "deadlock" | "statement
     case "40P01":
       return "deadlock";
     case "57014":
-      return /lock timeout/.test(error.message) ? "lock wait" : "statement timeout";
+      if (/lock timeout/.test(error.message)) return "lock wait";
+      // Otherwise `pg_cancel_backend` by an operator or a tool.
+      return /statement timeout/.test(error.message) ? "statement timeout" : "statement cancelled";
     default:
       return undefined;
   }

@@ -64,6 +64,21 @@ export const ErrorCodes = {
     status: 503,
     meaning: "The database is busy (a lock or a long statement); retry shortly.",
   },
+  STORAGE_FULL: {
+    error: 50303,
+    status: 503,
+    meaning: "The database's disk is full; nothing of the request was stored. Retry once space is freed.",
+  },
+  STORAGE_READ_ONLY: {
+    error: 50304,
+    status: 503,
+    meaning: "The database cannot be written (a read-only file or mount); nothing of the request was stored.",
+  },
+  STORAGE_FAILED: {
+    error: 50305,
+    status: 503,
+    meaning: "The database's storage failed (an I/O error or a damaged file); nothing of the request was stored.",
+  },
 } as const satisfies Record<string, { error: number; status: number; meaning: string }>;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;

@@ -13,8 +13,8 @@ export {
 // does not shadow the global `Error` in the importing module. Both are public.
 export { ErrorBody, ErrorBody as Error } from "./error.ts";
 export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
-export { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
-export { decodePageCursor, encodePageCursor } from "./page-cursor.ts";
+export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {
   Int64Text,
   LIST_LIMIT_DEFAULT,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+import { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 
 describe("parseJsonLossless", () => {
   it("turns integer literals into exact bigints across the int64 range and beyond", () => {
@@ -68,22 +68,55 @@ describe("parseJsonLossless fast path (plain JSON.parse when every number is a s
     expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
   });
 
-  it("parses nesting as deep as JSON.parse does, whatever the call stack (no recursion)", () => {
-    const depth = 200_000;
-    const parsed = parseJsonLossless(`{"id":7,"x":${"[".repeat(depth)}1${"]".repeat(depth)}}`) as {
-      id: bigint;
-      x: unknown;
-    };
-    expect(parsed.id).toBe(7n);
-    let inner: unknown = parsed.x;
-    for (let i = 0; i < depth; i++) inner = (inner as unknown[])[0];
-    expect(inner).toBe(1n);
-  });
-
   it("still refuses what JSON.parse refuses", () => {
     for (const text of ['{"a":01}', '{"a":-}', '{"a":1', "", '{"a":"unterminated}']) {
       expect(() => parseJsonLossless(text), text).toThrow(SyntaxError);
     }
+  });
+});
+
+describe("parseJsonLossless and nesting depth", () => {
+  const nested = (depth: number, inner: string) => `${"[".repeat(depth - 1)}{"id":${inner}}${"]".repeat(depth - 1)}`;
+  const innermost = (value: unknown, depth: number) => {
+    for (let i = 1; i < depth; i++) value = (value as unknown[])[0];
+    return (value as { id: unknown }).id;
+  };
+  /** Calls `run` from `frames` calls down, as a handler deep in a server's middleware would. */
+  const fromDeepInTheStack = <T>(frames: number, run: () => T): T =>
+    frames === 0 ? run() : fromDeepInTheStack(frames - 1, run);
+
+  // 16 digits: the reviver path, whose recursion overflowed the stack on deep texts (issue 23).
+  it.each([
+    ["short integers (plain parse)", "7", 7n],
+    ["a 16-digit integer (reviver)", "9007199254740993", 9007199254740993n],
+  ])("parses %s nested exactly MAX_JSON_DEPTH deep, from 5,000 frames down", (_path, inner, expected) => {
+    const parsed = fromDeepInTheStack(5_000, () => parseJsonLossless(nested(MAX_JSON_DEPTH, inner)));
+    expect(innermost(parsed, MAX_JSON_DEPTH)).toBe(expected);
+  });
+
+  it.each([
+    ["short integers", MAX_JSON_DEPTH + 1, "7"],
+    ["a 16-digit integer", MAX_JSON_DEPTH + 1, "9007199254740993"],
+    ["a 16-digit integer", 10_000, "9007199254740993"],
+    ["short integers", 200_000, "7"],
+    ["a 16-digit integer", 200_000, "9007199254740993"],
+    ["a fraction", 200_000, "7.5"],
+  ])("refuses %s nested %i deep as too deep, never overflowing the stack", (_what, depth, inner) => {
+    const parse = () => fromDeepInTheStack(1_000, () => parseJsonLossless(nested(depth, inner)));
+    expect(parse).toThrow(JsonTooDeepError);
+    expect(parse).toThrow(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  });
+
+  it("counts nesting, not brackets: siblings and brackets inside strings are not levels", () => {
+    const siblings = `[${Array.from({ length: 5_000 }, (_, i) => `[${i}]`).join(",")}]`;
+    expect((parseJsonLossless(siblings) as unknown[]).length).toBe(5_000);
+    const inString = `{"id":9007199254740993,"s":"${"[{".repeat(5_000)}"}`;
+    expect((parseJsonLossless(inString) as { id: bigint }).id).toBe(9007199254740993n);
+  });
+
+  it("refuses invalid text as invalid, however deep", () => {
+    expect(() => parseJsonLossless("[".repeat(10_000))).toThrow(SyntaxError);
+    expect(() => parseJsonLossless(`${"[".repeat(10_000)}9007199254740993${"]".repeat(9_999)}`)).toThrow(SyntaxError);
   });
 });
 

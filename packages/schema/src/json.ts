@@ -19,14 +19,40 @@ function reviveIntegers(this: unknown, _key: string, value: unknown, context?: R
 const SAFE_DIGITS = 15;
 
 /**
- * True when every number literal outside strings is an integer literal short enough to be exact
- * as a `number`. Then a plain `JSON.parse` loses nothing, and its numbers can become bigints
- * afterwards. A reviver makes V8 keep every literal's source text, which measured 10 times slower
- * than the plain parse for a `NewPlant` body: this is the hot path of every `POST /plants`.
+ * The deepest nesting of arrays and objects accepted (`{"id":1}` is one level). V8 applies a
+ * reviver recursively and ran out of stack near 2,300 levels from the top of the stack and near
+ * 1,300 from 5,000 frames down; 512 leaves room for whatever calls us, and no body of this
+ * interface needs more than one.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** Valid JSON nested deeper than {@link MAX_JSON_DEPTH}: refused before anything recurses into it. */
+export class JsonTooDeepError extends Error {
+  readonly maxDepth: number;
+
+  constructor(maxDepth: number) {
+    super(`nested deeper than ${maxDepth} levels`);
+    this.maxDepth = maxDepth;
+    this.name = "JsonTooDeepError";
+  }
+}
+
+const ONLY_SHORT_INTEGERS = 0;
+const OTHER_NUMBERS = 1;
+const TOO_DEEP = 2;
+
+/**
+ * One pass over the text, outside strings: is it nested deeper than MAX_JSON_DEPTH, and is every
+ * number literal an integer short enough to be exact as a `number`? Then a plain `JSON.parse`
+ * loses nothing, and its numbers can become bigints afterwards. A reviver makes V8 keep every
+ * literal's source text, which measured 10 times slower than the plain parse for a `NewPlant`
+ * body: this is the hot path of every `POST /plants`.
  * The answer only matters for valid JSON; invalid text is refused by `JSON.parse` either way.
  */
-function onlyShortIntegers(text: string): boolean {
+function scan(text: string): typeof ONLY_SHORT_INTEGERS | typeof OTHER_NUMBERS | typeof TOO_DEEP {
   const length = text.length;
+  let depth = 0;
+  let shortIntegers = true;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
@@ -36,7 +62,11 @@ function onlyShortIntegers(text: string): boolean {
         if (d === 0x5c) i++;
         else if (d === 0x22) break;
       }
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) return TOO_DEEP;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    } else if (shortIntegers && (c === 0x2d || (c >= 0x30 && c <= 0x39))) {
       let digits = 0;
       if (c === 0x2d) i++;
       for (; i < length; i++) {
@@ -44,21 +74,19 @@ function onlyShortIntegers(text: string): boolean {
         if (d < 0x30 || d > 0x39) break;
         digits++;
       }
-      if (digits > SAFE_DIGITS) return false;
       const next = text.charCodeAt(i);
       // A fraction or an exponent: this number stays a number, which the reviver path decides.
-      if (next === 0x2e || next === 0x65 || next === 0x45) return false;
+      if (digits > SAFE_DIGITS || next === 0x2e || next === 0x65 || next === 0x45) shortIntegers = false;
       i--;
     }
   }
-  return true;
+  return shortIntegers ? ONLY_SHORT_INTEGERS : OTHER_NUMBERS;
 }
 
 /**
  * Turns every number into a bigint, in place; only called when every number literal was a short
- * integer. Iterative, with its own stack: JSON.parse accepts nesting thousands deep (a 16 KiB body
- * can hold ~8,000 levels), and a recursive walk would overflow the call stack at a depth that
- * depends on where it is called from.
+ * integer. Iterative, with its own stack, so that it never adds to the call stack whatever the
+ * depth it is given.
  */
 function numbersToBigInts(root: unknown): unknown {
   if (typeof root === "number") return BigInt(root);
@@ -85,8 +113,19 @@ function numbersToBigInts(root: unknown): unknown {
   return root;
 }
 
+/**
+ * Parses JSON with every integer literal as an exact `bigint`. Throws a SyntaxError for invalid
+ * JSON and a {@link JsonTooDeepError} for valid JSON nested deeper than {@link MAX_JSON_DEPTH}.
+ */
 export function parseJsonLossless(text: string): unknown {
-  if (onlyShortIntegers(text)) return numbersToBigInts(JSON.parse(text));
+  const found = scan(text);
+  if (found === TOO_DEEP) {
+    // Invalid text is refused as invalid, whatever its depth. JSON.parse without a reviver does not
+    // recurse, so this cannot overflow; it only runs for texts already refused.
+    JSON.parse(text);
+    throw new JsonTooDeepError(MAX_JSON_DEPTH);
+  }
+  if (found === ONLY_SHORT_INTEGERS) return numbersToBigInts(JSON.parse(text));
   return JSON.parse(text, reviveIntegers as (key: string, value: unknown) => unknown);
 }
 

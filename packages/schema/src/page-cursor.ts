@@ -8,7 +8,16 @@ import { INT64_MAX, INT64_MIN } from "./int64.ts";
  * plain decimal id there, the form `after` had first.
  */
 const PREFIX = "v1.";
-const BASE64URL_8_BYTES = /^v1\.[A-Za-z0-9_-]{11}$/;
+const BASE64URL_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/** Characters whose 6 bits end in two zeros: 11 characters carry 66 bits, and the id fills 64. */
+const LAST_CHARACTERS = [...BASE64URL_ALPHABET].filter((_, value) => value % 4 === 0).join("");
+
+/**
+ * Exactly the texts `encodePageCursor` writes (each stands for one id): the served document gives
+ * `after` this pattern, so a client or contract tool knows a cursor without having to ask.
+ */
+export const PAGE_CURSOR_PATTERN = `^${PREFIX.replace(".", "\\.")}[A-Za-z0-9_-]{10}[${LAST_CHARACTERS}]$`;
+const PAGE_CURSOR = new RegExp(PAGE_CURSOR_PATTERN);
 
 /** The cursor of the page that follows the plant with this id. */
 export function encodePageCursor(id: bigint): string {
@@ -22,10 +31,10 @@ export function encodePageCursor(id: bigint): string {
 
 /** The id a cursor of `encodePageCursor` stands for, or undefined when the text is not one. */
 export function decodePageCursor(text: string): bigint | undefined {
-  if (!BASE64URL_8_BYTES.test(text)) return undefined;
+  if (!PAGE_CURSOR.test(text)) return undefined;
   const binary = atob(text.slice(PREFIX.length).replaceAll("-", "+").replaceAll("_", "/") + "=");
   const bytes = Uint8Array.from(binary, (char) => char.charCodeAt(0));
   const id = new DataView(bytes.buffer).getBigInt64(0);
-  // 11 characters carry 66 bits: only the spelling with the last two bits zero is the cursor.
+  // The pattern already admits only the spelling with the last two bits zero; kept as the proof.
   return encodePageCursor(id) === text ? id : undefined;
 }

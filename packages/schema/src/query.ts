@@ -9,9 +9,17 @@ export const LIST_LIMIT_MAX = 1000;
 
 const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 
-/** One value of a path or query parameter: present, and not repeated (a repeated one is an array). */
+/**
+ * One value of a path or query parameter: present, and not repeated (a repeated one is an array).
+ * Anything else that is not text can only come from a caller of the schema in code, like the client.
+ */
 const QueryValue = z.string({
-  error: (issue) => (issue.input === undefined ? "is required" : "must be a single value"),
+  error: (issue) =>
+    issue.input === undefined
+      ? "is required"
+      : Array.isArray(issue.input)
+        ? "must be a single value"
+        : "must be a string",
 });
 
 /**
@@ -40,22 +48,27 @@ export const PageCursorText = QueryValue.transform((text, ctx) => {
   return id;
 }).pipe(Int64);
 
-const LimitText = z
-  .string({ error: "must be a single value" })
-  .regex(/^-?\d+$/, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` })
-  .transform((text) => Number(text))
-  .pipe(
-    z
-      .int()
-      .min(1, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` })
-      .max(LIST_LIMIT_MAX, { error: `must be an integer from 1 to ${LIST_LIMIT_MAX}` }),
-  );
+const LIMIT_MESSAGE = `must be an integer from 1 to ${LIST_LIMIT_MAX}`;
+
+/**
+ * One check and one message, in our words: zod's number checks add their own issue, in their own
+ * words, for text such as 99999999999999999999999 that is beyond 2^53 as a number.
+ */
+const LimitText = QueryValue.transform((text, ctx) => {
+  const limit = /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (limit >= 1 && limit <= LIST_LIMIT_MAX) return limit;
+  ctx.addIssue({ code: "custom", message: LIMIT_MESSAGE });
+  return z.NEVER;
+});
+
+/** A tag to filter by: one value (a repeated one is refused like `limit`'s), then a tag's rules. */
+const TagText = QueryValue.pipe(PlantTag);
 
 /** The query of `GET /plants`, as strings arrive. Unknown parameters are ignored. */
 export const ListPlantsQuery = z.object({
   limit: LimitText.optional(),
   after: PageCursorText.optional(),
-  tag: PlantTag.optional(),
+  tag: TagText.optional(),
 });
 export type ListPlantsQuery = z.output<typeof ListPlantsQuery>;
 

@@ -53,6 +53,7 @@ const EnvSchema = z.object({
   PLANTSTORE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(20_000),
   PLANTSTORE_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   PLANTSTORE_DURABILITY: z.enum(["full", "normal"]).default("full"),
+  PLANTSTORE_SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
   PLANTSTORE_CORS_ORIGINS: z.string().optional(),
   PLANTSTORE_TRUSTED_PROXIES: TrustedProxies,
   PLANTSTORE_METRICS: z.enum(["token", "public", "off"]).default("token"),
@@ -101,6 +102,8 @@ export type Config = {
   workers: number;
   /** `full`: a 200 survives power loss; `normal`: survives a process crash only (see this package's README). */
   durability: "full" | "normal";
+  /** SQLite: how long a write waits for a lock another connection holds before it is answered 503 STORAGE_BUSY. */
+  sqliteBusyTimeoutMs: number;
   /** Time allowed for a request's headers, and for the whole request (headers and body). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -201,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((o) => o.trim())
       .filter((o) => o.length > 0),
     durability: e.PLANTSTORE_DURABILITY,
+    sqliteBusyTimeoutMs: e.PLANTSTORE_SQLITE_BUSY_TIMEOUT_MS,
     workers: e.PLANTSTORE_WORKERS,
     headersTimeoutMs: e.PLANTSTORE_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: Math.max(e.PLANTSTORE_REQUEST_TIMEOUT_MS, e.PLANTSTORE_HEADERS_TIMEOUT_MS),

@@ -1,7 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
-import { StoreBusyError, StoreUnavailableError } from "./storage/store-errors.ts";
+import { StoreError, type StoreFailureKind } from "./storage/store-errors.ts";
 
 // Neutral ground: procedures, auth and the HTTP adapter all throw and read these, and none of them
 // has to import the transport for it.
@@ -62,19 +62,56 @@ function describeIssue(issue: Issue): string {
   return path.length > 0 ? `${path} ${issue.message}` : issue.message;
 }
 
-/** The database is down or unreachable: a retry may succeed soon, so say when (RFC 9110 §10.2.3). */
-function unavailable(cause: StoreUnavailableError): ApiError {
-  return new ApiError("UNAVAILABLE", "the database is not reachable right now; retry shortly", {
-    headers: { "Retry-After": "1" },
-    cause,
-  });
-}
+/**
+ * Each kind of storage failure as it is answered: 503 (the instance cannot do it now; another may,
+ * or this one later), a code that names the cause, and when to retry (RFC 9110 §10.2.3). A lock
+ * clears in moments; a full disk or a read-only file needs an operator.
+ */
+const STORE_ANSWERS: Record<StoreFailureKind, { code: ErrorCodeName; message: string; retryAfterSeconds: number }> = {
+  unavailable: {
+    code: "UNAVAILABLE",
+    message: "the database is not reachable right now; retry shortly",
+    retryAfterSeconds: 1,
+  },
+  busy: {
+    code: "STORAGE_BUSY",
+    message: "the database is busy (a lock or a long statement); retry shortly",
+    retryAfterSeconds: 1,
+  },
+  full: {
+    code: "STORAGE_FULL",
+    message: "the database's disk is full; retry once space is freed",
+    retryAfterSeconds: 5,
+  },
+  read_only: {
+    code: "STORAGE_READ_ONLY",
+    message: "the database cannot be written (it is read-only); retry once it is writable",
+    retryAfterSeconds: 5,
+  },
+  io: {
+    code: "STORAGE_FAILED",
+    message: "the database's files could not be read or written; retry later",
+    retryAfterSeconds: 5,
+  },
+  corrupt: {
+    code: "STORAGE_FAILED",
+    message: "the database file is damaged; it needs repair before retries can succeed",
+    retryAfterSeconds: 5,
+  },
+};
 
-/** The database answers but a lock or a long statement held this request up: retrying soon may pass. */
-function busy(cause: StoreBusyError): ApiError {
-  return new ApiError("STORAGE_BUSY", "the database is busy (a lock or a long statement); retry shortly", {
-    headers: { "Retry-After": "1" },
-    cause,
+/**
+ * The answer to a storage failure of this kind; `message` replaces the default one (readiness
+ * says what it saw). The StoreError's own text, which quotes the driver, stays in the log.
+ */
+export function storeFailureAnswer(
+  kind: StoreFailureKind,
+  options: { message?: string; cause?: unknown } = {},
+): ApiError {
+  const answer = STORE_ANSWERS[kind];
+  return new ApiError(answer.code, options.message ?? answer.message, {
+    headers: { "Retry-After": String(answer.retryAfterSeconds) },
+    cause: options.cause,
   });
 }
 
@@ -85,12 +122,10 @@ function busy(cause: StoreBusyError): ApiError {
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  if (error instanceof StoreUnavailableError) return unavailable(error);
-  if (error instanceof StoreBusyError) return busy(error);
+  if (error instanceof StoreError) return storeFailureAnswer(error.kind, { cause: error });
   if (error instanceof TRPCError) {
     if (error.cause instanceof ApiError) return error.cause;
-    if (error.cause instanceof StoreUnavailableError) return unavailable(error.cause);
-    if (error.cause instanceof StoreBusyError) return busy(error.cause);
+    if (error.cause instanceof StoreError) return storeFailureAnswer(error.cause.kind, { cause: error.cause });
     if (error.code === "BAD_REQUEST" && hasIssues(error.cause)) {
       const message = error.cause.issues.map(describeIssue).join("; ");
       return new ApiError("VALIDATION_FAILED", message, { cause: error });

@@ -26,6 +26,12 @@ export function createMetrics(
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
+    errors: new Counter({
+      name: "plantstore_errors_total",
+      help: "Error answers, by catalogue code name (every one, though repeated failures are logged once per interval).",
+      labelNames: ["code"] as const,
+      registers: [registry],
+    }),
     batchSize: new Histogram({
       name: "plantstore_store_batch_size",
       help: "Creations committed together in one transaction (group commit).",
@@ -83,15 +89,27 @@ export function createMetrics(
       labelNames: ["reason"] as const,
       registers: [registry],
     }),
-    dependencyCircuitOpen: new Gauge({
-      name: "plantstore_dependency_circuit_open",
-      help: "1 while the circuit breaker in front of a dependency is open (requests that need it get 503 at once), else 0.",
-      labelNames: ["dependency"] as const,
+    tokenStoreQueries: new Counter({
+      name: "plantstore_token_store_queries_total",
+      help: "Queries of the issued-token store for authentication, by query: change_version (the 250 ms poll and the change checks requests share), active_tokens (every active token, read again after a change), find_token (one token, only when more are active than a server holds in memory).",
+      labelNames: ["query"] as const,
       registers: [registry],
     }),
     rateLimitFallbacks: new Counter({
       name: "plantstore_rate_limit_fallbacks_total",
       help: "Rate-limit decisions counted in this instance's memory because Redis (REDIS_URL) failed or was not connected.",
+      registers: [registry],
+    }),
+    dependencyCircuitOpen: new Gauge({
+      name: "plantstore_dependency_circuit_open",
+      help: "1 while the circuit breaker in front of a dependency is open (calls to it are skipped until a background probe answers), else 0.",
+      labelNames: ["dependency"] as const,
+      registers: [registry],
+    }),
+    dependencyCircuitOpenings: new Counter({
+      name: "plantstore_dependency_circuit_openings_total",
+      help: "Times the circuit breaker in front of a dependency opened (so short outages between scrapes are seen too).",
+      labelNames: ["dependency"] as const,
       registers: [registry],
     }),
   };

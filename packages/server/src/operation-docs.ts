@@ -45,12 +45,15 @@ export const REQUEST_ERRORS = [
   "URI_TOO_LONG",
   "HEADERS_TOO_LARGE",
 ] as const satisfies readonly ErrorCodeName[];
-/** Failures of the server itself, possible on every operation. */
+/** Failures of the server itself and of its storage, possible on every operation. */
 export const SERVER_ERRORS = [
   "INTERNAL",
   "UNAVAILABLE",
   "SERVER_BUSY",
   "STORAGE_BUSY",
+  "STORAGE_FULL",
+  "STORAGE_READ_ONLY",
+  "STORAGE_FAILED",
 ] as const satisfies readonly ErrorCodeName[];
 
 export const header = (description: string): HeaderDoc => ({ description, schema: { type: "string" } });

@@ -12,15 +12,17 @@ import { createApp } from "./http/app.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createLogger } from "./logger.ts";
+import { LogThrottle } from "./log-throttle.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
 import { isPostgresUrl } from "./storage/postgres/pool.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
-import { connectRedis, disconnectRedis } from "./rate-limit/redis.ts";
+import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
+import { WriteHealth } from "./storage/write-health.ts";
 
 export type RunningServer = {
   /** e.g. `http://127.0.0.1:43121` */
@@ -50,8 +52,9 @@ export type StartOptions = {
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
 // `Connection: close`) before they are closed, so a request already on the wire is not reset.
 const IDLE_GRACE_MS = 1_000;
-// A connection on which no byte moves either way for this long past the request timeout (a client
-// that stopped reading its answer) is closed; the request timeout itself answers 408 first.
+// A connection on which no byte moves either way for this long past the request timeout is closed,
+// and so is one whose client took none of its answers' bytes for as long (it stopped reading),
+// whatever it sent; the request timeout itself answers 408 first.
 const STALL_MARGIN_MS = 5_000;
 
 // 32 base64 characters carry 192 random bits: beyond any guessing rate a server can answer.
@@ -76,8 +79,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
   // Present from the start on PostgreSQL, so a dashboard sees 0 rather than no series.
   if (isPostgresUrl(config.databaseUrl)) metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
+  const writeHealth = new WriteHealth();
+  // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
+  const logThrottle = new LogThrottle();
   const store = await openStore(config.databaseUrl, {
     durability: config.durability,
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
+    writeHealth,
     onCommit: (size, ms) => {
       metrics.batchSize.observe(size);
       metrics.commitDuration.observe(ms / 1000);
@@ -110,6 +118,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     // Background work, not a request: its lines say where they come from instead of a reqId.
     logger: logger.child({ component: "tokens" }),
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
+    onQuery: (query) => metrics.tokenStoreQueries.inc({ query }),
   });
   const configured = chainAuthenticators([
     createStaticTokenAuthenticator(config.tokens),
@@ -119,10 +128,14 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const authenticator = options.authenticator ?? configured;
   const rateLimitLogger = logger.child({ component: "rate-limit" });
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
+  const sharedCounting =
+    redis === undefined
+      ? undefined
+      : { client: redis, prefix: config.redisPrefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,
     authFailures: config.rateLimits.authFailures,
-    redis: redis === undefined ? undefined : { client: redis, prefix: config.redisPrefix },
+    redis: sharedCounting,
     logger: rateLimitLogger,
     metrics,
   });
@@ -137,6 +150,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     metricsAccess: config.metricsPort === undefined ? config.metrics : "off",
     rateLimits,
     trustedProxies: config.trustedProxies,
+    writeHealth,
+    logThrottle,
   });
 
   const server = createHttpServer(
@@ -155,12 +170,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
   // RFC 9110 §10.1.1 lets a server ignore expectations it does not know: serve the request as usual.
   server.on("checkExpectation", (req, res) => server.emit("request", req, res));
+  // Node would answer `Expect: 100-continue` with `100 Continue` at once; the app sends it only
+  // once the headers are accepted (route, authentication, declared length), before reading the body.
+  server.on("checkContinue", (req, res) => server.emit("request", req, res));
   // A client that half-closes after its request (`nc`, some proxies) still gets the answer: by
   // default Node aborts the request on the client's FIN, after it may already have been stored.
   Object.assign(server, { httpAllowHalfOpen: true });
   const connections = guardConnections(server, {
     maxConnections: config.maxConnections,
     onRefused: () => metrics.connectionsRefused.inc(),
+    writeStallMs: config.requestTimeoutMs + STALL_MARGIN_MS,
   });
   openConnections = () => connections.open;
   server.listen(config.port, config.host);
@@ -169,6 +188,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   } catch (error) {
     await configured.close();
     await tokenStore.close();
+    sharedCounting?.breaker.stop();
     if (redis !== undefined) await disconnectRedis(redis);
     await store.close();
     throw error;
@@ -179,6 +199,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     policy: createOutboundPolicy(config.webhookAllowedHosts),
     // Background work, not a request: its lines say where they come from instead of a reqId.
     logger: logger.child({ component: "webhooks" }),
+    logThrottle,
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
@@ -201,9 +222,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       // Last-used times still in memory are written before the database closes.
       await configured.close();
       await tokenStore.close();
+      sharedCounting?.breaker.stop();
       if (redis !== undefined) await disconnectRedis(redis);
       // Commits what is queued (requests under way were waiting for it), then closes the database.
       await store.close();
+      // Counts of repeated failures not yet written would otherwise be lost with the process.
+      logThrottle.flush();
       if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
     })());
 

@@ -155,6 +155,32 @@ describe("JWT bearer tokens verified against a JWKS", () => {
     expectErrorShape(await create(await signA(base({ exp: now() - 45 }))), 401, 40101);
   });
 
+  // Issue 23: each of these passed jwtVerify and then failed the answer's own schema (500 50000).
+  it.each([
+    ["exp beyond what a timestamp can say (1e20)", () => base({ exp: 1e20 })],
+    ["exp after 9999-12-31", () => base({ exp: 253_402_300_800 })],
+    ["a numeric sub", () => base({ sub: 123 as unknown as string })],
+    ["an object for sub", () => base({ sub: {} as unknown as string })],
+    ["an empty sub", () => base({ sub: "" })],
+  ])(
+    "refuses a validly signed token with %s: 401 (40101) invalid_token on /whoami and every operation",
+    async (_, claims) => {
+      const token = await signA(claims());
+      const who = await server.send({ method: "GET", path: "/whoami", headers: { authorization: `Bearer ${token}` } });
+      expectErrorShape(who, 401, 40101);
+      expect(who.headers["www-authenticate"]).toBe(INVALID);
+      expectErrorShape(await list(token), 401, 40101);
+      expectErrorShape(await create(token), 401, 40101);
+    },
+  );
+
+  it("takes a sub of digits as the string it is, and the latest exp a timestamp can say", async () => {
+    const token = await signA(base({ sub: "123", exp: 253_402_300_799 }));
+    const who = await server.send({ method: "GET", path: "/whoami", headers: { authorization: `Bearer ${token}` } });
+    expect(who.status).toBe(200);
+    expect(who.json).toMatchObject({ id: "123", expiresAt: "9999-12-31T23:59:59.000Z" });
+  });
+
   it("refuses a wrong signature: signed by another key under key A's kid", async () => {
     expectErrorShape(await create(await sign(base(), keyB.privateKey, { alg: "RS256", kid: keyA.kid })), 401, 40101);
   });

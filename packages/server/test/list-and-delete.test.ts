@@ -303,6 +303,59 @@ describe("GET /plants whose page holds one id at an int64 bound or around ±2^53
   });
 });
 
+describe("query and path parameters speak the catalogue's voice", () => {
+  /** zod's own wording (issue 23: `limit=99999999999999999999999` answered "Too big: expected int to be <=9007199254740991"). */
+  const ZOD_WORDING = /expected|too big|too small|invalid input/i;
+  const huge = ["99999999999999999999999", "-99999999999999999999999", "9223372036854775808", "1".repeat(400)];
+  const odd = ["1e400", "Infinity", "NaN", "0x10", "", " ", "\u0000", "v1.AAAAAAAAAAd", "v1.", "９"];
+
+  it.each([
+    ...[...huge, ...odd, "-0", "0"].map((value) => ["limit", `?limit=${encodeURIComponent(value)}`]),
+    ...[...huge, ...odd].map((value) => ["after", `?after=${encodeURIComponent(value)}`]),
+    ["tag", "?tag="],
+    ["tag", `?tag=${"t".repeat(65)}`],
+    ["tag", "?tag=%00"],
+    ...["limit", "after", "tag"].map((name) => [name, `?${name}=1&${name}=2`]),
+  ])("GET /plants: the message about %s for %s is ours", async (name, query) => {
+    const response = await list(query);
+    expectErrorShape(response, 400, 40005);
+    const message = (response.json as { message: string }).message;
+    expect(message.startsWith(`${name} `), message).toBe(true);
+    expect(message).not.toMatch(ZOD_WORDING);
+  });
+
+  it.each([...huge, ...odd.filter((value) => value.trim() !== "")].map((value) => [encodeURIComponent(value)]))(
+    "DELETE /plants/%s: the message about the id is ours",
+    async (id) => {
+      const response = await remove(id);
+      expectErrorShape(response, 400, 40005);
+      const message = (response.json as { message: string }).message;
+      expect(message.startsWith("id "), message).toBe(true);
+      expect(message).not.toMatch(ZOD_WORDING);
+    },
+  );
+
+  it("says limit's range for a limit beyond 2^53, in one sentence", async () => {
+    const response = await list("?limit=99999999999999999999999");
+    expect(response.json).toEqual({ error: 40005, message: "limit must be an integer from 1 to 1000" });
+  });
+
+  it("refuses a repeated tag as limit and after are refused: not a single value", async () => {
+    for (const name of ["limit", "after", "tag"]) {
+      const response = await list(`?${name}=1&${name}=2`);
+      expect(response.json).toEqual({ error: 40005, message: `${name} must be a single value` });
+    }
+  });
+
+  it("refuses an `after` that does not match the document's cursor pattern, in our words", async () => {
+    const response = await list("?after=v1.AAAAAAAAAAd");
+    expect(response.json).toEqual({
+      error: 40005,
+      message: "after must be the cursor of a Link header's next link, or a decimal id (int64)",
+    });
+  });
+});
+
 describe("DELETE /plants/{id}", () => {
   it("answers 204 with no body, then 404 (40401), and frees the id", async () => {
     expect((await server.createRaw('{"id":4242,"name":"Doomed"}')).status).toBe(200);

@@ -72,6 +72,34 @@ describe("request ids", () => {
   });
 });
 
+describe("the log during a storm of failing requests", () => {
+  it("writes the first failure of a kind with its stack and only the count of its repeats", async () => {
+    const { lines, post, running } = await serverWithLogs();
+    // Every write from here on fails the same way (on both backends).
+    await running.store.close();
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => post(`{"id":${i + 1},"name":"a"}`)));
+    expect(answers.every((a) => a.status === 500)).toBe(true);
+    const metrics = await rawRequest(running.url, {
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    // The server's own stop writes the count still held for the interval.
+    await running.close();
+    const failed = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => typeof l["msg"] === "string" && l["msg"].startsWith("request failed"));
+    expect(failed).toHaveLength(2);
+    expect(failed[0]).toMatchObject({ msg: "request failed", code: "INTERNAL", level: 50 });
+    expect(JSON.stringify(failed[0]!["err"])).toContain("stack");
+    expect(failed[1]).toMatchObject({ msg: "request failed (repeats)", code: "INTERNAL", repeats: 199 });
+    expect(failed[1]).not.toHaveProperty("err");
+    expect(typeof failed[1]!["reqId"]).toBe("string");
+    // The metrics keep the full count.
+    expect(metrics.text).toMatch(/^plantstore_errors_total\{code="INTERNAL"\} 200$/m);
+  });
+});
+
 describe("logs never carry secrets", () => {
   it("contains no token, valid or not, and no request body content", async () => {
     const { lines, post, running } = await serverWithLogs();
@@ -232,7 +260,7 @@ describe("GET /healthz and GET /readyz", () => {
     const { running } = await serverWithLogs();
     const ready = await rawRequest(running.url, { method: "GET", path: "/readyz" });
     expect(ready.status).toBe(200);
-    expect(ready.json).toEqual({ status: "ready", migrations: { applied: 4, known: 4 } });
+    expect(ready.json).toEqual({ status: "ready", migrations: { applied: 5, known: 5 } });
     await running.store.close();
     expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/readyz" }), 503, 50300);
     // The process is alive all the same.

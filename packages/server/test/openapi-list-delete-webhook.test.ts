@@ -1,7 +1,7 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodePageCursor, NEW_PLANT_EXAMPLE } from "@plantstore/schema";
-import { startTestServer, type TestServer } from "./harness.ts";
+import { decodePageCursor, INT64_MAX, INT64_MIN, NEW_PLANT_EXAMPLE, PAGE_CURSOR_PATTERN } from "@plantstore/schema";
+import { startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -58,6 +58,38 @@ describe("the served document describes GET /plants", () => {
     });
     expect(parameters["tag"]).toMatchObject({ in: "query", schema: { type: "string" } });
     for (const name of ["limit", "after", "tag"]) expect(parameters[name]?.required ?? false).toBe(false);
+  });
+
+  // Without a pattern, contract tools (schemathesis, Dredd, …) sent any string as a cursor (issue 23).
+  it("with a pattern on the cursor that every Link the server writes matches, and forged cursors do not", async () => {
+    const after = (list()?.parameters ?? []).find((p) => p.name === "after")?.schema as { anyOf: Json[] };
+    const cursorSchema = after.anyOf.find((alternative) => alternative["type"] === "string")!;
+    expect(cursorSchema["pattern"]).toBe(PAGE_CURSOR_PATTERN);
+    const isCursor = new Ajv2020({ strict: false }).compile(cursorSchema);
+
+    // INT64_MIN itself is left out: listing it is issue 23's defect 1, fixed apart; the schema's tests
+    // check the cursors of both bounds.
+    for (const id of [INT64_MIN + 1n, -1n, 0n, 2n ** 53n + 1n, INT64_MAX - 1n, INT64_MAX]) {
+      expect((await server.createRaw(`{"id":${id},"name":"p","tag":"cursor-pattern"}`)).status).toBe(200);
+    }
+    const cursors: string[] = [];
+    for (let query = "?tag=cursor-pattern&limit=1"; ;) {
+      const page = await server.send({
+        method: "GET",
+        path: `/plants${query}`,
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(page.status).toBe(200);
+      const link = page.headers["link"] as string | undefined;
+      if (link === undefined) break;
+      query = /^<\/plants(\?[^>]*)>/.exec(link)![1]!;
+      cursors.push(new URLSearchParams(query).get("after")!);
+    }
+    expect(cursors).toHaveLength(5);
+    for (const cursor of cursors) expect(isCursor(cursor), cursor).toBe(true);
+    for (const forged of ["v1.AAAAAAAAAAd", "v1.AAAAAAAAAA", "v2.AAAAAAAAAAc", "anything", "v1.AAAAAAAAAAc "]) {
+      expect(isCursor(forged), forged).toBe(false);
+    }
   });
 
   it("answering an array of NewPlant with a Link header, or the Error body with 40005", () => {

@@ -1,4 +1,5 @@
 import { gzipSync } from "node:zlib";
+import { MAX_JSON_DEPTH } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "./harness.ts";
 
@@ -111,6 +112,47 @@ describe("POST /plants refuses bodies that are not one JSON object", () => {
       body: big,
     });
     expectErrorShape(chunked, 413, 41300);
+  });
+});
+
+describe("POST /plants with a body nested deeper than MAX_JSON_DEPTH", () => {
+  let roomy: TestServer;
+  beforeAll(async () => {
+    // 10,000 levels take 20 KB, past the default 16 KiB limit: only depth may refuse these bodies.
+    roomy = await startTestServer({ bodyLimitBytes: 64 * 1024 });
+  });
+  afterAll(async () => {
+    await roomy.close();
+  });
+  /** A JSON object `depth` levels deep at its innermost number, the object itself being one. */
+  const nestedObject = (depth: number, fields: string, inner: string) =>
+    `{${fields}"x":${"[".repeat(depth - 1)}${inner}${"]".repeat(depth - 1)}}`;
+
+  // The 16-digit number sent the lossless parse down its reviver path, whose recursion overflowed
+  // the stack; the answer was "the body is not valid JSON" (issue 23).
+  it.each([
+    ["a 16-digit number 10,000 levels deep", nestedObject(10_000, '"id":1,"name":"deep",', "9007199254740993")],
+    [
+      "a 16-digit number one level too deep",
+      nestedObject(MAX_JSON_DEPTH + 1, '"id":1,"name":"deep",', "9007199254740993"),
+    ],
+    ["short numbers 10,000 levels deep", nestedObject(10_000, '"id":1,"name":"deep",', "7")],
+  ])("refuses %s with 400 (40004) saying how deep it may be", async (_label, body) => {
+    const before = await roomy.database.count();
+    const response = await roomy.createRaw(body);
+    expectErrorShape(response, 400, 40004);
+    expect((response.json as { message: string }).message).toBe(
+      `the body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+    expect(await roomy.database.count()).toBe(before);
+  });
+
+  it("parses a 16-digit number exactly MAX_JSON_DEPTH deep, then validates it as a NewPlant", async () => {
+    const response = await roomy.createRaw(nestedObject(MAX_JSON_DEPTH, "", "9007199254740993"));
+    expectErrorShape(response, 400, 40004);
+    const message = (response.json as { message: string }).message;
+    expect(message).toMatch(/^id is required/);
+    expect(message).not.toMatch(/nested|not valid JSON/);
   });
 });
 

@@ -86,6 +86,24 @@ describe("the per-token limit", () => {
   });
 });
 
+describe("the per-token limit for JWTs, per subject", () => {
+  it('counts sub "123" in its own bucket; a numeric sub 123 is not a valid token, so it cannot share it (issue 23)', async () => {
+    const secret = "a-shared-hmac-secret-of-32-characters-or-more";
+    await using server = await startTestServer({
+      jwt: { issuer: ISSUER, audience: AUDIENCE, keys: { secret }, clockSkewSec: 30 },
+      rateLimits: { token: { name: "token", points: 2, windowSec: 60 }, authFailures: null },
+    });
+    const hs256 = (payload: JWTPayload) =>
+      new SignJWT(payload).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode(secret));
+    const text = await hs256(claims({ sub: "123" }));
+    expect((await get(server.url, text)).status).toBe(200);
+    expect((await get(server.url, text)).status).toBe(200);
+    expectRateLimited(await get(server.url, text), "token", 2, 60);
+    expectErrorShape(await get(server.url, await hs256(claims({ sub: 123 as unknown as string }))), 401, 40101);
+    expect((await get(server.url, await hs256(claims({ sub: "1234" })))).status).toBe(200);
+  });
+});
+
 describe("the failed-authentication limit per client address", () => {
   it("refuses an address's wrong tokens with 429 once over it, until the window ends; valid tokens are still served", async () => {
     await using server = await startTestServer({
@@ -185,6 +203,34 @@ describe("the failed-authentication limit behind a trusted proxy (PLANTSTORE_TRU
     expect((await getVia(server.url, "203.0.113.7", token)).status).toBe(200);
     expect((await getVia(server.url, "203.0.113.8, 10.0.0.1", token)).status).toBe(200);
     expectErrorShape(await getVia(server.url, "203.0.113.8, 10.0.0.1", "wrong-6"), 401, 40101);
+  });
+
+  it("counts every spelling of one IPv4 address as one client (issue 23)", async () => {
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures },
+    });
+    const { token } = await issueToken(databaseUrlOf(server));
+    const spellings = ["10.7.7.7", "::ffff:10.7.7.7", "::ffff:a07:707", "0:0:0:0:0:ffff:10.7.7.7"];
+    for (let i = 0; i < 3; i++) expectErrorShape(await getVia(server.url, spellings[i], `wrong-${i}`), 401, 40101);
+    for (const spelling of spellings) {
+      expectRateLimited(await getVia(server.url, spelling, "wrong-4"), "auth-failures", 3, 60);
+      expect((await getVia(server.url, spelling, token)).status).toBe(200);
+    }
+    expectErrorShape(await getVia(server.url, "10.7.7.8", "wrong-5"), 401, 40101);
+  });
+
+  it("counts IPv6 clients per /64: 30 addresses in one /64 reach 429, another /64 does not (issue 23)", async () => {
+    await using server = await startTestServer({
+      trustedProxies: ["127.0.0.1"],
+      rateLimits: { token: null, authFailures: { name: "auth-failures", points: 20, windowSec: 60 } },
+    });
+    const statuses: number[] = [];
+    for (let i = 1; i <= 30; i++)
+      statuses.push((await getVia(server.url, `2001:db8:1:2::${i.toString(16)}`, `wrong-${i}`)).status);
+    expect(statuses).toEqual([...Array<number>(20).fill(401), ...Array<number>(10).fill(429)]);
+    expectRateLimited(await getVia(server.url, "2001:db8:1:2:abcd:ef01:2345:6789", "wrong"), "auth-failures", 20, 60);
+    expectErrorShape(await getVia(server.url, "2001:db8:1:3::1", "wrong"), 401, 40101);
   });
 
   for (const [title, trustedProxies] of [
@@ -471,7 +517,7 @@ describe("a valid issued token from a blocked address when the token cache is ov
     expect((await get(server.url, issued.token)).status).toBe(200);
     for (let i = 0; i < 2; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     expectRateLimited(await get(server.url, "wrong-2"), "auth-failures", 2, 10);
-    // A token id never seen takes the address's full check for the next 5 s (window / points)...
+    // A token id that does not exist is refused (it would once have taken the address's full check)...
     expectRateLimited(await get(server.url, `ps_${"0".repeat(16)}_${"A".repeat(43)}`), "auth-failures", 2, 10);
     // ...and the server stalls past the 750 ms its token cache is trusted without a change check.
     // (On SQLite the overdue poll runs, and ends, before the request is read; on PostgreSQL the

@@ -1,4 +1,5 @@
-import { Agent } from "node:http";
+import { Agent, type Server } from "node:http";
+import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN } from "./harness.ts";
 import { postPlant, randomPlant } from "./load.ts";
@@ -17,6 +18,9 @@ function trickle(client: RawClient, text: string, gapMs: number): void {
     }
   })();
 }
+
+const connectionCount = (server: Server) =>
+  new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 
 describe("slow and idle clients", () => {
   it("a thousand idle or trickling connections do not stop service to others, and each is closed by its timeout", async () => {
@@ -101,21 +105,116 @@ describe("slow and idle clients", () => {
     // Far more answer bytes than the socket buffers hold; the server must not wait forever.
     const request = "GET /openapi.json HTTP/1.1\r\nHost: plantstore\r\n\r\n";
     client.write(request.repeat(3_000));
-    const connections = () =>
-      new Promise<number>((resolve, reject) => server.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
     let open = 1;
     await until(
       () => open === 0,
       30_000,
       () => "the stalled connection to be closed",
       async () => {
-        open = await connections();
+        open = await connectionCount(server.server);
       },
     );
     // Closed by the stall bound (the request timeout, 300 ms, plus 5 s of no progress), well before `until` gives up.
     client.socket.destroy();
     expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
   }, 45_000);
+
+  it("closes connections that pipeline requests and never read within the request timeout plus 5 s", async () => {
+    const requestTimeoutMs = 300;
+    await using server = await startTestServer({
+      headersTimeoutMs: requestTimeoutMs,
+      requestTimeoutMs,
+      maxConnections: 10,
+      // On a port of its own, so the gauge can be read while the API port is full.
+      metricsPort: 0,
+    });
+    const openConnections = async () => {
+      const metrics = await rawRequest(server.metricsUrl!, { method: "GET", path: "/metrics" });
+      return Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1]);
+    };
+    const healthz = () =>
+      rawRequest(server.url, { method: "GET", path: "/healthz", headers: { connection: "close" } }).then(
+        (answer) => answer.status,
+        () => 0,
+      );
+    // Six 1.7 MB answers per connection: more than loopback's socket buffers hold, so the server's
+    // writes really stall. Node parses all six at once and queues their answers behind the first.
+    const pipelined = "GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: plantstore\r\n\r\n".repeat(6);
+    // The harness's keep-alive connection would free a slot by itself when it idles out.
+    server.server.closeIdleConnections();
+    let before = -1;
+    await until(
+      () => before === 0,
+      5_000,
+      () => `the harness's connections to close (${before} open)`,
+      async () => {
+        before = await connectionCount(server.server);
+      },
+    );
+    const clients: RawClient[] = [];
+    const sent = Date.now();
+    for (let i = 0; i < 10; i++) {
+      const client = await openRaw(server.port);
+      client.socket.pause();
+      client.write(pipelined);
+      clients.push(client);
+    }
+    expect(await healthz()).toBe(503);
+    expect(await openConnections()).toBe(10);
+
+    const boundMs = requestTimeoutMs + 5_000;
+    let status = 0;
+    await until(
+      () => status === 200,
+      // The bound, plus what polling and the last check of the connections add.
+      boundMs + 1_000 - (Date.now() - sent),
+      () => `/healthz to answer 200 again within ${boundMs} ms (it answers ${status})`,
+      async () => {
+        status = await healthz();
+      },
+    );
+    expect(await openConnections()).toBeLessThanOrEqual(1);
+    for (const client of clients) client.socket.destroy();
+  }, 30_000);
+
+  it("keeps serving a client that reads slowly but steadily for longer than that bound", async () => {
+    const requestTimeoutMs = 300;
+    // 16 answers of 1.7 MB: far more than loopback's socket buffers hold.
+    const answers = 16;
+    await using server = await startTestServer({ headersTimeoutMs: requestTimeoutMs, requestTimeoutMs });
+    const path = "/docs/swagger-ui-bundle.js";
+    const bundleBytes = Number((await rawRequest(server.url, { method: "HEAD", path })).headers["content-length"]);
+    let serverSide: Socket | undefined;
+    server.server.once("connection", (socket: Socket) => (serverSide = socket));
+    const client = connect(server.port, "127.0.0.1");
+    // A reset would end the wait below with too few bytes taken, which the expectation reports.
+    client.on("error", () => undefined);
+    client.pause();
+    client.write(`GET ${path} HTTP/1.1\r\nHost: plantstore\r\n\r\n`.repeat(answers));
+    let taken = 0;
+    // At most one socket buffer's worth per tick: a few MB/s, so the server holds unsent bytes for
+    // longer than the stall bound while the client keeps taking them.
+    const reader = setInterval(() => (taken += (client.read() as Buffer | null)?.length ?? 0), 20);
+    let firstPending = 0;
+    let lastPending = 0;
+    try {
+      await until(
+        () => taken >= answers * bundleBytes || client.destroyed,
+        40_000,
+        () => `${answers} answers read (${taken} bytes so far)`,
+        async () => {
+          if ((serverSide?.writableLength ?? 0) === 0) return;
+          lastPending = Date.now();
+          firstPending ||= lastPending;
+        },
+      );
+    } finally {
+      clearInterval(reader);
+      client.destroy();
+    }
+    expect(taken).toBeGreaterThanOrEqual(answers * bundleBytes);
+    expect(lastPending - firstPending).toBeGreaterThan(requestTimeoutMs + 5_000);
+  }, 60_000);
 });
 
 describe("PLANTSTORE_MAX_CONNECTIONS", () => {

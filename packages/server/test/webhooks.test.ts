@@ -227,6 +227,10 @@ describe("webhook targets on private addresses", () => {
     const refused = await run(["add", "http://127.0.0.1:9/hook"]);
     expect(refused.code).toBe(1);
     expect(refused.out).toMatch(/private, loopback or link-local/);
+    // Loopback in an IPv6 form the old hand-written deny-list let through (issue 23).
+    const compatible = await run(["add", "http://[::127.0.0.1]:9/hook"]);
+    expect(compatible.code).toBe(1);
+    expect(compatible.out).toMatch(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
     const added = await run(["add", "https://hooks.example.com/plants", "--json"]);
     expect(added.code).toBe(0);
     const subscriber = JSON.parse(added.out) as { id: string; secret: string };

@@ -1,14 +1,19 @@
 import {
+  createLocalJWKSet,
   createRemoteJWKSet,
   decodeJwt,
   decodeProtectedHeader,
   errors,
+  jwksCache,
   jwtVerify,
+  type ExportedJWKSCache,
+  type JWKSCacheInput,
   type JWTPayload,
   type JWTVerifyGetKey,
 } from "jose";
+import { z } from "zod";
 import { ApiError } from "../errors.ts";
-import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
+import type { Authenticator, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
 
 export type JwtOptions = {
@@ -51,6 +56,20 @@ export const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
 const VERIFIED_CACHE_MS = 60_000;
 const MAX_CACHED = 10_000;
 
+/** 9999-12-31T23:59:59Z: the latest instant an RFC 3339 timestamp (and so `/whoami`'s `expiresAt`) can name. */
+export const MAX_EXP = 253_402_300_799;
+
+/**
+ * The claims a principal is made of, beyond what jwtVerify checks (it requires `exp` and `sub` to
+ * be present and `exp` to be a number in the future, nothing about `sub`'s type or `exp`'s range).
+ * A token whose claims do not fit is not valid: 401, never a 500 later on. `sub` is a string, so
+ * `"123"` and `123` cannot share a rate-limit bucket.
+ */
+const PrincipalClaims = z.looseObject({
+  sub: z.string().min(1).max(1024),
+  exp: z.number().max(MAX_EXP),
+});
+
 // A JWS in compact form: three base64url parts.
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
@@ -76,26 +95,60 @@ function isKeySourceFailure(error: unknown): boolean {
 /**
  * Bearer JWTs from an identity provider, verified with `jose`: signature, `iss`, `aud`, `exp`,
  * `nbf` (with the clock-skew allowance) and the algorithm allow-list; `exp` and `sub` are
- * required. With a JWKS URL, keys are fetched on first use, cached, and fetched again when a token
- * names an unknown `kid` (at most once per cool-down), so key rotation needs no restart; and at
- * least every `maxAgeMs`, so a withdrawn key — the way to revoke JWTs — stops working. If the
- * set cannot be fetched then, requests with JWTs get 503 rather than trust stale keys.
+ * required, of the types and ranges PrincipalClaims allows. With a JWKS URL, keys are fetched on
+ * first use, cached, and fetched again when a token names an unknown `kid` (at most once per
+ * cool-down), so key rotation needs no restart; and at least every `maxAgeMs`, so a withdrawn key
+ * — the way to revoke JWTs — stops working. If the set cannot be fetched then, requests with JWTs
+ * get 503 rather than trust stale keys.
  *
  * Signature checks cost tens of microseconds, so a verified token is remembered (by its SHA-256,
  * never the token itself) for up to a minute, and not past its `exp`.
  */
 export function createJwtAuthenticator(options: JwtOptions): Authenticator {
-  const keys: Uint8Array | JWTVerifyGetKey =
+  // jose writes every key set it fetches here, so the keys it holds can be used without it.
+  const fetched: Partial<ExportedJWKSCache> = {};
+  const remote =
     "secret" in options.keys
-      ? new TextEncoder().encode(options.keys.secret)
+      ? undefined
       : createRemoteJWKSet(new URL(options.keys.jwksUrl), {
           cooldownDuration: options.keys.cooldownMs,
           cacheMaxAge: options.keys.maxAgeMs,
           timeoutDuration: 5_000,
+          [jwksCache]: fetched as JWKSCacheInput,
         });
+  const keys: Uint8Array | JWTVerifyGetKey =
+    "secret" in options.keys ? new TextEncoder().encode(options.keys.secret) : remote!;
   const algorithms = "secret" in options.keys ? HMAC_ALGORITHMS : ASYMMETRIC_ALGORITHMS;
   const trustFor = "secret" in options.keys ? VERIFIED_CACHE_MS : Math.min(VERIFIED_CACHE_MS, options.keys.maxAgeMs);
   const verified = new Map<string, { principal: Principal; until: number }>();
+  let held: { at: number; keys: JWTVerifyGetKey } | undefined;
+  // A missing or stale key set is fetched for a blocked address too (else its first valid JWT would
+  // wait for the slot), but at most once per cool-down and never more than once a second.
+  const refetchGapMs = "secret" in options.keys ? 0 : Math.max(options.keys.cooldownMs, 1_000);
+  let refetchedAt = -Infinity;
+
+  /**
+   * The keys usable for a signature check with no fetch of its own: the secret, or the fetched key
+   * set while it is fresh (fetched first, once for everyone waiting, if it is missing or stale and
+   * was not tried within the gap); undefined when there are none.
+   */
+  async function keysInMemory(): Promise<Uint8Array | JWTVerifyGetKey | undefined> {
+    if (remote === undefined) return keys;
+    if (!remote.fresh) {
+      if (!remote.reloading) {
+        if (Date.now() - refetchedAt < refetchGapMs) return undefined;
+        refetchedAt = Date.now();
+      }
+      try {
+        await remote.reload();
+      } catch {
+        return undefined;
+      }
+    }
+    if (fetched.uat === undefined || fetched.jwks === undefined) return undefined;
+    if (held?.at !== fetched.uat) held = { at: fetched.uat, keys: createLocalJWKSet(fetched.jwks) };
+    return held.keys;
+  }
 
   return {
     authenticate(token, digest) {
@@ -107,16 +160,25 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
         if (now < cached.until) return cached.principal;
         verified.delete(key);
       }
-      return verify(token, key, now);
+      return verify(token, key, now, keys).then((result) => (result === "no key held" ? undefined : result));
     },
-    // Only the exact token string verified lately is valid from memory: one could not be guessed
-    // without forging a signature. The rest is judged without one (see `couldVerify`).
-    authenticateFromMemory(token, digest): MemoryVerdict {
+    // A signature check with keys already held costs only CPU, so it is made: a forged token is
+    // refused, and a valid one served, without competing for anything. Only a token whose key is
+    // not held (an unknown `kid`, or no key set to be had) is "unknown".
+    authenticateFromMemory(token, digest) {
       if (!COMPACT_JWS.test(token)) return "invalid";
+      const key = (digest ?? sha256(token)).toString("latin1");
       const now = Date.now();
-      const cached = verified.get((digest ?? sha256(token)).toString("latin1"));
+      const cached = verified.get(key);
       if (cached !== undefined && now < cached.until) return cached.principal;
-      return couldVerify(token, now) ? "unknown" : "invalid";
+      if (!couldVerify(token, now)) return "invalid";
+      return keysInMemory().then((local) =>
+        local === undefined
+          ? "unknown"
+          : verify(token, key, now, local).then((result) =>
+              result === "no key held" ? "unknown" : (result ?? "invalid"),
+            ),
+      );
     },
   };
 
@@ -145,10 +207,15 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
     );
   }
 
-  async function verify(token: string, cacheKey: string, now: number): Promise<Principal | undefined> {
+  async function verify(
+    token: string,
+    cacheKey: string,
+    now: number,
+    keySource: Uint8Array | JWTVerifyGetKey,
+  ): Promise<Principal | undefined | "no key held"> {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keys as JWTVerifyGetKey, {
+      ({ payload } = await jwtVerify(token, keySource as JWTVerifyGetKey, {
         issuer: options.issuer,
         audience: options.audience,
         algorithms,
@@ -156,12 +223,16 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
         requiredClaims: ["exp", "sub"],
       }));
     } catch (error) {
+      if (keySource !== keys && error instanceof errors.JWKSNoMatchingKey) return "no key held";
       if (isKeySourceFailure(error)) {
         throw new ApiError("UNAVAILABLE", "the identity provider's signing keys cannot be fetched", { cause: error });
       }
       return undefined;
     }
-    const expiresAt = payload.exp! * 1000;
+    const claims = PrincipalClaims.safeParse(payload);
+    if (!claims.success) return undefined;
+    const { sub, exp } = claims.data;
+    const expiresAt = exp * 1000;
     const name =
       typeof payload["client_id"] === "string"
         ? payload["client_id"]
@@ -170,12 +241,12 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
           : undefined;
     const principal: Principal = {
       kind: "jwt",
-      tokenId: payload.sub!,
+      tokenId: sub,
       name,
       scopes: scopesOf(payload),
       expiresAt,
       // Per subject, not per token: a client that fetches a new token does not get a new allowance.
-      rateLimitKey: `jwt:${payload.sub!}`,
+      rateLimitKey: `jwt:${sub}`,
     };
     if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value!);
     verified.set(cacheKey, { principal, until: Math.min(now + trustFor, expiresAt + options.clockSkewSec * 1000) });

@@ -1,7 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ApiError } from "../errors.ts";
-import type { TokenStore } from "../storage/token-store.ts";
+import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
 import type { Authenticator, MemoryVerdict, Principal } from "./principal.ts";
 
@@ -13,34 +14,78 @@ const REFRESH_INTERVAL_MS = 250;
  * at time T is honoured by every instance from T + 750 ms on, within the promised second.
  */
 const MAX_STALENESS_MS = 750;
-/** Known and unknown ids cached; beyond this the oldest entries go. */
-const MAX_CACHED = 10_000;
+/**
+ * Up to this many active tokens are all held in memory (a few hundred bytes each: a few MB at
+ * most), so a token id that is not among them is refused without a lookup. Beyond it, records are
+ * cached by id (known and unknown ones, up to this many) and a miss is looked up.
+ */
+export const MAX_HELD_TOKENS = 10_000;
+/**
+ * Least time between two change checks started for requests that name an id not held (rather
+ * than by the poll): however many such requests arrive, they cost at most 1000 / 50 = 20 cheap
+ * reads a second, on top of the poll's 4.
+ */
+const ON_DEMAND_CHECK_GAP_MS = 50;
 
 type CacheEntry = { secretHash: Buffer; principal: Principal; revoked: boolean } | null;
+
+/** The token store's queries, named for the `plantstore_token_store_queries_total` metric. */
+export type TokenStoreQuery = "change_version" | "active_tokens" | "find_token";
 
 export type OpaqueTokenOptions = {
   store: TokenStore;
   logger: Logger;
   /** How often aggregated last-used times are written (one write for all tokens used since). */
   lastUsedFlushMs: number;
+  /** Told of every query of the store made to authenticate (for the metrics). */
+  onQuery?: (query: TokenStoreQuery) => void;
+  /** How many active tokens are held at most; MAX_HELD_TOKENS unless a test needs the beyond. */
+  maxHeld?: number;
 };
 
+function entryOf(record: TokenRecord & { secretHash: Buffer }): Exclude<CacheEntry, null> {
+  return {
+    secretHash: record.secretHash,
+    revoked: record.revokedAt !== null,
+    principal: {
+      kind: "opaque",
+      tokenId: record.id,
+      name: record.name,
+      scopes: record.scopes,
+      expiresAt: record.expiresAt,
+      rateLimitKey: `opaque:${record.id}`,
+    },
+  };
+}
+
 /**
- * Issued `ps_…` tokens. The hot path touches no database: records are cached in memory by id, and
- * a background poll of the store's change version (one tiny read every 250 ms) drops the cache
- * whenever any instance creates or revokes a token. Expiry is checked on every request against
- * the cached expiry time. Last-used times are aggregated in memory and written periodically and
- * at shutdown, never once per request.
+ * Issued `ps_…` tokens. The hot path touches no database. While there are at most
+ * MAX_HELD_TOKENS active tokens, every one of them is held in memory, read again whenever the
+ * store's change version moves (a background poll, one tiny read every 250 ms, sees any instance
+ * create or revoke a token). A token id not held is then refused without a lookup, once a change
+ * check that started after the request arrived has not found it either (so a token created a
+ * moment ago on another instance works at once); requests waiting for such a check share one, at
+ * most one every 50 ms. So a flood of made-up ids costs the database at most 24 reads a second
+ * per instance, whatever its rate. With more active tokens than that, records are cached by id
+ * and a miss is looked up. Expiry is checked on every request against the held expiry time.
+ * Last-used times are aggregated in memory and written periodically and at shutdown, never once
+ * per request.
  */
 export class OpaqueTokenAuthenticator implements Authenticator {
   readonly #store: TokenStore;
   readonly #logger: Logger;
-  readonly #cache = new Map<string, CacheEntry>();
+  readonly #onQuery: (query: TokenStoreQuery) => void;
+  readonly #maxHeld: number;
+  #cache = new Map<string, CacheEntry>();
+  /** True while #cache holds every active token: an id not in it is not a valid token. */
+  #complete = false;
   /** Bumped whenever the cache is dropped, so a lookup that raced a drop is not cached. */
   #generation = 0;
   #version: number | undefined;
   #checkedAt = 0;
+  #checkStartedAt = 0;
   #checking: Promise<void> | undefined;
+  #nextCheck: Promise<void> | undefined;
   #pollFailing = false;
   #lastUsed = new Map<string, number>();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -49,6 +94,8 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   private constructor(options: OpaqueTokenOptions) {
     this.#store = options.store;
     this.#logger = options.logger;
+    this.#onQuery = options.onQuery ?? (() => undefined);
+    this.#maxHeld = options.maxHeld ?? MAX_HELD_TOKENS;
   }
 
   static async start(options: OpaqueTokenOptions): Promise<OpaqueTokenAuthenticator> {
@@ -79,50 +126,95 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   authenticate(token: string, digest?: Buffer): Principal | undefined | Promise<Principal | undefined> {
     const id = opaqueTokenId(token);
     if (id === undefined) return undefined;
-    const now = Date.now();
-    if (now - this.#checkedAt > MAX_STALENESS_MS)
-      return this.#refreshOrUnavailable().then(() => this.#lookUp(id, token, digest, Date.now()));
-    return this.#lookUp(id, token, digest, now);
-  }
-
-  /** The change check a request waits for when the background poll fell behind. */
-  #refreshOrUnavailable(): Promise<void> {
-    return this.#refresh().catch((error: unknown) => {
-      // Without a fresh check a revoked token could still pass: refuse to decide rather than guess.
-      throw new ApiError("UNAVAILABLE", "the token store is not reachable", { cause: error });
-    });
+    const verdict = this.#recall(id, token, digest);
+    return verdict instanceof Promise
+      ? verdict.then((v) => this.#settle(v, id, token, digest))
+      : this.#settle(verdict, id, token, digest);
   }
 
   /**
-   * From the cache alone, for an address over its failed-authentication limit: a cached id (or
-   * one cached as unknown) is decided by the same constant-time comparison and expiry and
-   * revocation checks; an id not cached is "unknown". The id is public, so telling a cached one
-   * from another by timing gives nothing away. When the poll fell behind, this waits for the same
-   * change check every request shares (one at a time, not one per request), as authenticate does.
+   * From what is held, for an address over its failed-authentication limit: the same decision as
+   * authenticate, which needs no lookup of the token either while every active token is held.
+   * It may wait for a change check, shared by every request that waits (see ON_DEMAND_CHECK_GAP_MS).
+   * Only with more active tokens than are held can an id be "unknown". The id is public, so telling
+   * a held one from another by timing gives nothing away.
    */
   authenticateFromMemory(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict> {
     const id = opaqueTokenId(token);
     if (id === undefined) return "invalid";
-    if (Date.now() - this.#checkedAt > MAX_STALENESS_MS)
-      return this.#refreshOrUnavailable().then(() => this.#recall(id, token, digest));
     return this.#recall(id, token, digest);
   }
 
-  #recall(id: string, token: string, digest: Buffer | undefined): MemoryVerdict {
-    const entry = this.#cache.get(id);
-    if (entry === undefined) return "unknown";
-    return this.#check(entry, id, token, digest, Date.now()) ?? "invalid";
-  }
-
-  #lookUp(
+  #settle(
+    verdict: MemoryVerdict,
     id: string,
     token: string,
     digest: Buffer | undefined,
-    now: number,
   ): Principal | undefined | Promise<Principal | undefined> {
+    if (verdict === "unknown") return this.#load(id).then((entry) => this.#check(entry, id, token, digest, Date.now()));
+    return verdict === "invalid" ? undefined : verdict;
+  }
+
+  #recall(id: string, token: string, digest: Buffer | undefined): MemoryVerdict | Promise<MemoryVerdict> {
+    const arrived = Date.now();
+    if (arrived - this.#checkedAt > MAX_STALENESS_MS)
+      return this.#unavailableOnFailure(this.#refresh()).then(() => this.#fromCache(id, token, digest, arrived));
+    return this.#fromCache(id, token, digest, arrived);
+  }
+
+  #fromCache(
+    id: string,
+    token: string,
+    digest: Buffer | undefined,
+    arrived: number,
+  ): MemoryVerdict | Promise<MemoryVerdict> {
+    const held = this.#held(id, token, digest);
+    if (held !== undefined) return held;
+    // Not among the active tokens as of the last check, but it may have been created since (on
+    // another instance, a moment ago): asked once more by a check that starts after it arrived.
+    return this.#checkSince(arrived).then(() => this.#held(id, token, digest) ?? "invalid");
+  }
+
+  /** The verdict from the cache; undefined when every active token is held and this id is not. */
+  #held(id: string, token: string, digest: Buffer | undefined): MemoryVerdict | undefined {
     const entry = this.#cache.get(id);
-    if (entry === undefined) return this.#load(id).then((loaded) => this.#check(loaded, id, token, digest, now));
-    return this.#check(entry, id, token, digest, now);
+    if (entry !== undefined) return this.#check(entry, id, token, digest, Date.now()) ?? "invalid";
+    return this.#complete ? undefined : "unknown";
+  }
+
+  /**
+   * Resolves once a change check that started after `arrived` has finished. Requests share the
+   * next one, which starts when the one in flight ends and at least ON_DEMAND_CHECK_GAP_MS after
+   * the previous one started.
+   */
+  #checkSince(arrived: number): Promise<void> {
+    if (this.#checkStartedAt > arrived)
+      return this.#checking === undefined ? Promise.resolve() : this.#unavailableOnFailure(this.#checking);
+    this.#nextCheck ??= (async () => {
+      try {
+        await this.#noCheckInFlight();
+        const wait = this.#checkStartedAt + ON_DEMAND_CHECK_GAP_MS - Date.now();
+        if (wait > 0) await delay(wait);
+        // The poll may have started one meanwhile, before some of the requests waiting arrived.
+        await this.#noCheckInFlight();
+      } finally {
+        this.#nextCheck = undefined;
+      }
+      if (this.#closed !== undefined) throw new Error("the token authenticator is closed");
+      await this.#refresh();
+    })();
+    return this.#unavailableOnFailure(this.#nextCheck);
+  }
+
+  async #noCheckInFlight(): Promise<void> {
+    while (this.#checking !== undefined) await this.#checking.catch(() => undefined);
+  }
+
+  /** A change check a request waits for: without it a revoked token could pass, so refuse to decide rather than guess. */
+  #unavailableOnFailure(check: Promise<void>): Promise<void> {
+    return check.catch((error: unknown) => {
+      throw new ApiError("UNAVAILABLE", "the token store is not reachable", { cause: error });
+    });
   }
 
   #check(entry: CacheEntry, id: string, token: string, digest: Buffer | undefined, now: number): Principal | undefined {
@@ -134,31 +226,19 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     return principal;
   }
 
+  /** One token looked up by id: only while there are more active tokens than are held. */
   async #load(id: string): Promise<CacheEntry> {
     const generation = this.#generation;
     let record;
     try {
+      this.#onQuery("find_token");
       record = await this.#store.findToken(id);
     } catch (error) {
       throw new ApiError("UNAVAILABLE", "the token store is not reachable", { cause: error });
     }
-    const entry: CacheEntry =
-      record === undefined
-        ? null
-        : {
-            secretHash: record.secretHash,
-            revoked: record.revokedAt !== null,
-            principal: {
-              kind: "opaque",
-              tokenId: record.id,
-              name: record.name,
-              scopes: record.scopes,
-              expiresAt: record.expiresAt,
-              rateLimitKey: `opaque:${record.id}`,
-            },
-          };
-    if (generation === this.#generation) {
-      if (this.#cache.size >= MAX_CACHED) this.#cache.delete(this.#cache.keys().next().value!);
+    const entry: CacheEntry = record === undefined ? null : entryOf(record);
+    if (generation === this.#generation && !this.#complete) {
+      if (this.#cache.size >= this.#maxHeld) this.#cache.delete(this.#cache.keys().next().value!);
       this.#cache.set(id, entry);
     }
     return entry;
@@ -168,12 +248,13 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   #refresh(): Promise<void> {
     this.#checking ??= (async () => {
       const started = Date.now();
+      this.#checkStartedAt = started;
       try {
+        this.#onQuery("change_version");
         const version = await this.#store.tokenChangeVersion();
         if (version !== this.#version) {
+          await this.#reload();
           this.#version = version;
-          this.#cache.clear();
-          this.#generation++;
         }
         this.#checkedAt = started;
       } finally {
@@ -181,6 +262,29 @@ export class OpaqueTokenAuthenticator implements Authenticator {
       }
     })();
     return this.#checking;
+  }
+
+  /**
+   * After a change: every active token, if they fit, else an empty cache filled by lookups. What
+   * is held keeps answering meanwhile, as it did while the version was read: a request is answered
+   * from a check that started at most 750 ms before it either way. If the read fails, nothing is
+   * kept (a revoked token must not outlive it); the next check reads again, as the version is
+   * recorded only after a read that succeeded.
+   */
+  async #reload(): Promise<void> {
+    // Lookups that started before this are not cached: they may predate the change.
+    this.#generation++;
+    let records;
+    try {
+      this.#onQuery("active_tokens");
+      records = await this.#store.activeTokens(Date.now(), this.#maxHeld);
+    } catch (error) {
+      this.#cache = new Map();
+      this.#complete = false;
+      throw error;
+    }
+    this.#cache = new Map(records?.map((record) => [record.id, entryOf(record)]));
+    this.#complete = records !== undefined;
   }
 
   async #flushLastUsed(): Promise<void> {

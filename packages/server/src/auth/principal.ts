@@ -19,8 +19,7 @@ export type Scope = (typeof ALL_SCOPES)[number];
 
 /**
  * What an authenticator can tell from what it holds in memory: the principal; `"invalid"` when
- * the token cannot be valid; `"unknown"` when only a signature check or a database lookup would
- * tell (a token it has not seen lately).
+ * the token cannot be valid; `"unknown"` when only a database lookup or a key fetch would tell.
  */
 export type MemoryVerdict = Principal | "invalid" | "unknown";
 
@@ -33,10 +32,11 @@ export type MemoryVerdict = Principal | "invalid" | "unknown";
 export interface Authenticator {
   authenticate(token: string, digest?: Buffer): Promise<Principal | undefined> | Principal | undefined;
   /**
-   * The same decision from memory alone, for a client address over its failed-authentication
-   * limit (see http/authenticate.ts): never a signature check or a lookup of the token. It may
-   * wait only for work every request shares (the issued tokens' change check). Without it, every
-   * token counts as `"unknown"`.
+   * The same decision from what this instance holds, for a client address over its
+   * failed-authentication limit (see http/authenticate.ts): never a lookup of this token, though a
+   * signature check with keys already held (CPU only) is fine. It may wait only for work every
+   * request shares, at a rate no flood can raise (the issued tokens' change check, a fetch of a
+   * missing or stale key set). Without it, every token counts as `"unknown"`.
    */
   authenticateFromMemory?(token: string, digest?: Buffer): MemoryVerdict | Promise<MemoryVerdict>;
   /** Stops background work (cache refresh, last-used flush) and flushes what it holds. */

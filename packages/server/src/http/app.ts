@@ -1,4 +1,5 @@
 import cors from "@koa/cors";
+import { TRPCError } from "@trpc/server";
 import Koa from "koa";
 import { stringifyJsonLossless } from "@plantstore/schema";
 import type { Logger } from "pino";
@@ -15,8 +16,11 @@ import { plainPaths } from "./plain-paths.ts";
 import { assertIdentityEncoding, assertJsonContentType, readJsonObject } from "./read-json-body.ts";
 import { RouteTable, type RouteMatch } from "./routes.ts";
 import { ApiError, toApiError } from "../errors.ts";
+import { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
+import type { WriteHealth } from "../storage/write-health.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
+import { closeWhenBodyUnread } from "./unread-body.ts";
 
 export type AppOptions = {
   router: AppRouter;
@@ -32,11 +36,42 @@ export type AppOptions = {
   rateLimits?: RateLimits | undefined;
   /** Peers whose `X-Forwarded-For` names the client (IPs, CIDRs, keywords); none when empty. */
   trustedProxies?: readonly string[];
+  /** How the store's writes fare, for /readyz; readiness then looks at the database alone when undefined. */
+  writeHealth?: WriteHealth | undefined;
+  /** Bounds the "request failed" lines during an outage; the caller flushes it on shutdown. */
+  logThrottle?: LogThrottle | undefined;
 };
 
 // What Koa's `ctx.type = "application/json"` sets, written as the header itself: the type setter
 // looks the name up in mime-db on every call, ~1.5% of a request's main-thread CPU in the profile.
 const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/**
+ * The server hands `Expect: 100-continue` requests to the app without the interim answer (its
+ * 'checkContinue' listener), so a request refused from its headers gets its final answer and no
+ * invitation to send a body first (RFC 9110 §10.1.1).
+ */
+function continueIfExpected(ctx: Koa.Context): void {
+  if (!ctx.res.headersSent && ctx.get("expect").toLowerCase() === "100-continue") ctx.res.writeContinue();
+}
+
+/** What a failure was underneath the wrappers (TRPCError, ApiError): the kind its log lines are counted under. */
+function rootCause(thrown: unknown): unknown {
+  let cause = thrown;
+  for (let depth = 0; depth < 8 && cause instanceof Error && cause.cause !== undefined; depth++) {
+    if (!(cause instanceof TRPCError || cause instanceof ApiError)) break;
+    cause = cause.cause;
+  }
+  return cause;
+}
+
+function failureKind(error: ApiError, thrown: unknown): { kind: string; type: string; message: string } {
+  const cause = rootCause(thrown);
+  const type = cause instanceof Error ? cause.name : typeof cause;
+  // A message may carry a value that differs per request; a prefix keeps most such kinds together.
+  const message = (cause instanceof Error ? cause.message : String(cause)).slice(0, 200);
+  return { kind: `${error.code} ${type}: ${message}`, type, message };
+}
 
 function sendError(ctx: Koa.Context, error: ApiError): void {
   ctx.status = error.status;
@@ -63,6 +98,7 @@ export function createApp(options: AppOptions): Koa {
     plainPaths({
       openApiJson,
       store,
+      writeHealth: options.writeHealth,
       metrics,
       metricsAccess,
       authenticate: (ctx) => authenticateRequest(ctx, authenticator, rateLimits, clientAddress),
@@ -71,7 +107,9 @@ export function createApp(options: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
 
-  app.use(requestContext(logger, metrics));
+  const throttle = options.logThrottle ?? new LogThrottle();
+  app.use(requestContext(logger, metrics, throttle));
+  app.use(closeWhenBodyUnread());
   // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
   app.use((ctx, next) => {
     const path = decodeUnreserved(ctx.path);
@@ -134,14 +172,35 @@ export function createApp(options: AppOptions): Koa {
     );
   }
 
+  const errorCount = (code: string) => metrics.errors.labels({ code });
   app.use(async (ctx, next) => {
     try {
       await next();
     } catch (thrown) {
       const error = toApiError(thrown);
+      errorCount(error.code).inc();
       if (error.status >= 500) {
         const { requestId, route } = ctx.state as RequestState;
-        logger.error({ reqId: requestId, err: thrown, method: ctx.method, route }, "request failed");
+        const { method } = ctx;
+        const { kind, type, message } = failureKind(error, thrown);
+        throttle.log(
+          kind,
+          () => logger.error({ reqId: requestId, err: thrown, method, route, code: error.code }, "request failed"),
+          (repeats) =>
+            logger.error(
+              {
+                reqId: requestId,
+                method,
+                route,
+                code: error.code,
+                repeats,
+                intervalMs: throttle.intervalMs,
+                type,
+                message,
+              },
+              "request failed (repeats)",
+            ),
+        );
       }
       sendError(ctx, error);
     }
@@ -169,7 +228,8 @@ export function createApp(options: AppOptions): Koa {
     } else {
       assertJsonContentType(ctx.get("content-type") || undefined);
       assertIdentityEncoding(ctx.get("content-encoding") || undefined);
-      const body = await readJsonObject(ctx.req, bodyLimitBytes);
+      // Routing, authentication and the declared length are decided: only now is the body asked for.
+      const body = await readJsonObject(ctx.req, bodyLimitBytes, () => continueIfExpected(ctx));
       input = Object.keys(params).length === 0 ? body : { ...body, ...params };
     }
 

@@ -60,22 +60,21 @@ export async function authenticateRequest(
 /**
  * A token from an address over its failed-authentication limit: its principal, or undefined for a
  * 429 (never a 401, so the guesser learns nothing a wrong guess did not already tell). A guesser's
- * flood must stay cheap, so first only what is in memory is asked (no signature check, no lookup
- * of the token, no Redis round trip):
+ * flood must stay cheap and must never crowd out a valid token, so it is decided from what this
+ * instance holds, with no per-token lookup, no key fetch of its own and no Redis round trip:
  * - `PLANTSTORE_TOKENS`: the usual constant-time comparison of the SHA-256 digest with every one;
- * - issued `ps_` tokens: the record cached by the token's public id (also cached when no such id
- *   exists), compared in constant time, expiry and revocation checked, as on every request (and,
- *   if the background poll fell behind, after the one change check all requests share);
- * - JWTs: only the exact token string verified within the last minute (looked up by its digest);
- *   a malformed or expired one, or one for another issuer, audience or algorithm, is refused from
+ * - issued `ps_` tokens: every active token is held in memory (up to MAX_HELD_TOKENS), so a made-up
+ *   id is refused after at most the change check requests share (one per 50 ms), and a token
+ *   created a moment ago is found by that check;
+ * - JWTs: the signature is checked with the secret or the key set already fetched (CPU only; a set
+ *   missing or past its age is fetched first, as for any request, at most once per cool-down); a
+ *   malformed or expired one, or one for another issuer, audience or algorithm, is refused from
  *   its header and claims alone.
- * Timing shows at most the token's shape, whether its public id is cached and whether a full check
- * ran, never how much of a secret matched. A token memory cannot decide (a `ps_` id or a JWT this
- * instance has not seen lately) gets the usual full check only when the address's slot is free
- * (see AddressBlock): at most one failed check per window/points, the pace the limit allows
- * anyway, and a valid token frees the slot again. Under a flood of such tokens an honest caller's
- * first request may get 429; once its token is cached (a `ps_` record until the next token is
- * created or revoked, a JWT for a minute) it is served at once.
+ * Only a token memory cannot decide gets the usual full check, and only when the address's slot is
+ * free (see AddressBlock): a `ps_` id when more tokens are active than are held, a JWT naming a
+ * `kid` not in the fetched set (or when no set could be fetched). A valid token frees
+ * the slot again. Timing shows at most the token's shape and which of these paths it took, never
+ * how much of a secret matched.
  *
  * Brute force: right and wrong guesses are told apart as for any address (200 against 429), at
  * whatever rate the server answers. That is safe because a guess has to hit a 256-bit `ps_`

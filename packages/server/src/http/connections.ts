@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Server as NetServer, type Socket } from "node:net";
 import { ApiError } from "../errors.ts";
 import { rawErrorResponse } from "./client-error.ts";
+import { watchWriteStalls } from "./write-stalls.ts";
 
 export type ConnectionGuard = {
   /** Connections the HTTP server holds right now (refused ones are not counted). */
@@ -19,11 +20,16 @@ export type ConnectionGuardOptions = {
   maxConnections: number;
   /** Called for each connection refused because the cap was reached (for metrics). */
   onRefused?: () => void;
+  /** A connection whose peer has taken none of its answer's bytes for this long is destroyed. */
+  writeStallMs: number;
 };
 
 // A refused client gets this long to read its 503 and close; then the socket is destroyed.
 const REFUSED_LINGER_MS = 2_000;
 const IDLE_SWEEP_MS = 100;
+// How often stalled writers are looked for, at most: a stalled one is cut up to this much before
+// its bound (the last byte moved at some time between two looks), never after it.
+const STALL_CHECK_MS = 1_000;
 
 const kResponse = Symbol("plantstore.response");
 type SocketWithResponse = Socket & { [kResponse]?: ServerResponse };
@@ -54,6 +60,10 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     for (const listener of httpListeners) listener.call(server, socket);
+  });
+  const stalls = watchWriteStalls(sockets, {
+    stallMs: options.writeStallMs,
+    checkEveryMs: Math.min(STALL_CHECK_MS, options.writeStallMs / 10),
   });
 
   // The latest answer of each connection, for the drain. Kept on the socket rather than in a Set
@@ -98,6 +108,7 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
         for (const socket of sockets) socket.destroy();
         await closed;
       }
+      stalls.stop();
       // http.Server's own close stops its timeout checker; the listening socket is already closed.
       server.close(() => undefined);
       return finished;

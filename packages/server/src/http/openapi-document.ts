@@ -42,8 +42,8 @@ const ERROR_HEADERS: Record<number, Json> = {
   503: {
     "Retry-After": {
       description:
-        "Seconds to wait before retrying: with `50301`, `50302`, and `50300` when the database is unreachable " +
-        "(while PostgreSQL's circuit is open, the answer comes at once).",
+        "Seconds to wait before retrying: 1 when the database is unreachable (at once while PostgreSQL's circuit is open) or busy " +
+        "or the server is at its connection limit, 5 when its disk is full, it is read-only or its storage fails.",
       schema: { type: "integer", minimum: 1 },
     },
   },
@@ -71,8 +71,9 @@ const STATUS_SUMMARY: Record<number, string> = {
     "so another caller's wrong guesses from a shared address (NAT, office, proxy) never lock it out.",
   500: "Unexpected server failure",
   503:
-    "The database is unreachable (`50300`), or busy with a lock or a long statement (`50302`), or the server holds as many " +
-    "connections as it accepts (`50301`)",
+    "The database is unreachable, busy (a lock or a long statement), out of disk space, read-only or failing its I/O, " +
+    "or the server holds as many connections as it accepts; `x-error-codes` names each case. Nothing of a failed " +
+    "write is stored; retry after `Retry-After` (a replay of a stored plant answers 200).",
 };
 
 /**

@@ -1,8 +1,9 @@
 import type Koa from "koa";
-import { ApiError } from "../errors.ts";
+import { ApiError, storeFailureAnswer } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
-import { StoreBusyError } from "../storage/store-errors.ts";
+import { StoreError } from "../storage/store-errors.ts";
+import type { WriteHealth, WriteProblem } from "../storage/write-health.ts";
 import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 
 /** A path the service answers itself rather than through a procedure: health, metrics, the document. */
@@ -16,6 +17,8 @@ export type PlainPathOptions = {
   /** The served OpenAPI document, already serialized. */
   openApiJson: string;
   store: PlantStore;
+  /** Whether writes succeed; without it, readiness looks at the database alone. */
+  writeHealth?: WriteHealth | undefined;
   metrics: Metrics;
   metricsAccess: "token" | "public" | "off";
   /** Throws the catalogued 401/429 unless the request carries a valid token. */
@@ -24,18 +27,32 @@ export type PlainPathOptions = {
 
 const READ = ["GET", "HEAD"] as const;
 
-async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
+function notReady(problem: WriteProblem): ApiError {
+  if (problem.stalledMs !== undefined) {
+    const seconds = (problem.stalledMs / 1000).toFixed(1);
+    return storeFailureAnswer(problem.kind, {
+      message: `writes are stalled: one has waited ${seconds} s for the database (a lock or a long statement)`,
+    });
+  }
+  const { message } = storeFailureAnswer(problem.kind);
+  return storeFailureAnswer(problem.kind, { message: `writes are failing: ${message}` });
+}
+
+/**
+ * Ready when the database answers, every migration this build knows is applied, and writes
+ * succeed: a load balancer must not send writes to an instance whose disk is full or whose writes
+ * wait on a lock. After a failed write, readiness probes with a real write (see WriteHealth), so
+ * an instance taken out of rotation comes back once writes succeed again.
+ */
+async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined, ctx: Koa.Context): Promise<void> {
   let migrations;
   try {
     await store.ping();
     migrations = await store.migrations?.();
   } catch (error) {
     // Writes held up by a lock are not a network problem: say so, so nobody looks at the network.
-    if (error instanceof StoreBusyError) {
-      throw new ApiError("STORAGE_BUSY", "the database is busy: writes wait on a lock", {
-        cause: error,
-        headers: { "Retry-After": "1" },
-      });
+    if (error instanceof StoreError && error.kind === "busy") {
+      throw storeFailureAnswer("busy", { message: "the database is busy: writes wait on a lock", cause: error });
     }
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
@@ -45,6 +62,8 @@ async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
       `database migrations are pending (${migrations.applied} of ${migrations.known} applied)`,
     );
   }
+  const problem = await writeHealth?.check(store.probeWrite?.bind(store));
+  if (problem !== undefined) throw notReady(problem);
   ctx.type = "application/json";
   ctx.body = JSON.stringify({ status: "ready", ...(migrations === undefined ? {} : { migrations }) });
 }
@@ -55,7 +74,7 @@ async function readiness(store: PlantStore, ctx: Koa.Context): Promise<void> {
  * `/metrics` under `metricsAccess: "token"`, which is absent altogether under `"off"`.
  */
 export function plainPaths(options: PlainPathOptions): PlainPath[] {
-  const { openApiJson, store, metrics, metricsAccess, authenticate } = options;
+  const { openApiJson, store, writeHealth, metrics, metricsAccess, authenticate } = options;
   const docsPage = createDocsPage();
   return [
     {
@@ -75,7 +94,7 @@ export function plainPaths(options: PlainPathOptions): PlainPath[] {
         ctx.body = '{"status":"ok"}';
       },
     },
-    { path: "/readyz", methods: READ, handler: (ctx) => readiness(store, ctx) },
+    { path: "/readyz", methods: READ, handler: (ctx) => readiness(store, writeHealth, ctx) },
     ...(metricsAccess === "off"
       ? []
       : [

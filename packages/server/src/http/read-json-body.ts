@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { parse as parseContentType } from "content-type";
 import getRawBody from "raw-body";
-import { parseJsonLossless } from "@plantstore/schema";
+import { JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
 import { ApiError } from "../errors.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -81,13 +81,19 @@ function takeArrivedBody(req: IncomingMessage, declared: string | undefined): Bu
 
 /**
  * Reads the whole body within `limit` bytes and parses it as a JSON object, keeping integer
- * literals exact (`bigint`). Every failure is a catalogued ApiError.
+ * literals exact (`bigint`). Every failure is a catalogued ApiError. `askForBody` is called once the
+ * declared length is known to be acceptable, before any byte of the body is read.
  */
-export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+export async function readJsonObject(
+  req: IncomingMessage,
+  limit: number,
+  askForBody?: () => void,
+): Promise<Record<string, unknown>> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > limit) {
     throw new ApiError("BODY_TOO_LARGE", `the body must be at most ${limit} bytes`);
   }
+  askForBody?.();
   let bytes: Buffer | undefined = takeArrivedBody(req, declared);
   if (bytes === undefined) {
     try {
@@ -107,7 +113,9 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   let value: unknown;
   try {
     value = parseJsonLossless(text);
-  } catch {
+  } catch (error) {
+    // Valid JSON, so not MALFORMED_JSON: a limit of ours, like a field out of range.
+    if (error instanceof JsonTooDeepError) throw new ApiError("VALIDATION_FAILED", `the body is ${error.message}`);
     throw new ApiError("MALFORMED_JSON", "the body is not valid JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

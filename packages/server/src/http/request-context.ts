@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type Koa from "koa";
 import type { Logger } from "pino";
+import type { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
 
 // Echo a caller's id only when it is a plain token, so it is safe in logs and headers.
@@ -24,8 +25,13 @@ function labelledChildren<C>(make: (...labels: string[]) => C): (...labels: stri
  * else a new UUID), returns it, and after the answer writes one access-log line and the request
  * metrics. The token is never logged: the line carries the method, the route template, the
  * status and the duration, not headers or bodies.
+ *
+ * A 503 (a dependency down, full or busy) is an outage's answer to every request, so its access
+ * lines go through `throttle` like the error lines: one per route, method and interval, then a
+ * count. A 20 s PostgreSQL outage under 32 connections was 23,638 access lines (4.2 MB) beside 11
+ * error lines; the request metrics keep every answer.
  */
-export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware {
+export function requestContext(logger: Logger, metrics: Metrics, throttle: LogThrottle): Koa.Middleware {
   // The access line carries only the fields below, none of which can hold a secret, so it skips
   // the logger's redaction (a second line of defence for everything else): redaction walked every
   // line's keys and was a sixth of the bytes allocated per request.
@@ -50,10 +56,20 @@ export function requestContext(logger: Logger, metrics: Metrics): Koa.Middleware
       const status = ctx.status;
       counter(state.route, ctx.method, String(status)).inc();
       timer(state.route, ctx.method).observe(seconds);
-      access.info(
-        { reqId: requestId, method: ctx.method, route: state.route, status, ms: Math.round(seconds * 1e5) / 100 },
-        "request",
-      );
+      const line = {
+        reqId: requestId,
+        method: ctx.method,
+        route: state.route,
+        status,
+        ms: Math.round(seconds * 1e5) / 100,
+      };
+      if (status !== 503) access.info(line, "request");
+      else
+        throttle.log(
+          `access ${line.method} ${line.route}`,
+          () => access.info(line, "request"),
+          (repeats) => access.info({ ...line, repeats, intervalMs: throttle.intervalMs }, "request (repeats)"),
+        );
     }
   };
 }

@@ -2,6 +2,8 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { Metrics } from "../metrics.ts";
+import type { CircuitBreaker } from "../resilience/circuit-breaker.ts";
+import { addressGroup } from "./address-group.ts";
 
 /** `points` requests per `windowSec` seconds (a fixed window per key). */
 export type RateLimitPolicy = { name: string; points: number; windowSec: number };
@@ -42,23 +44,24 @@ function refusal(policy: RateLimitPolicy, msBeforeReset: number): LimitDecision 
   };
 }
 
+/** The shared counters' Redis, and the circuit breaker every call to it goes through. */
+export type SharedCounting = { client: Redis; prefix: string; breaker: CircuitBreaker };
+
 /**
  * One policy's counters: in memory for a single instance, or in Redis (shared by every instance)
  * when a client is given. When Redis fails or is not connected, the count falls back to this
  * instance's memory — fail open to a per-instance limit rather than refusing every request or
- * dropping limits altogether — with a warning in the log and on the metrics.
+ * dropping limits altogether — with a warning in the log and on the metrics. While the breaker is
+ * open (Redis failed several calls in a row: refused, or hung until the command timeout), the
+ * count goes to memory at once, so a frozen Redis does not add its timeout to every request.
  */
 class Counter {
   readonly policy: RateLimitPolicy;
   readonly #memory: RateLimiterMemory;
-  readonly #shared: RateLimiterRedis | undefined;
+  readonly #shared: { limiter: RateLimiterRedis; breaker: CircuitBreaker } | undefined;
   readonly #onFallback: (error: unknown) => void;
 
-  constructor(
-    policy: RateLimitPolicy,
-    redis: { client: Redis; prefix: string } | undefined,
-    onFallback: (error: unknown) => void,
-  ) {
+  constructor(policy: RateLimitPolicy, redis: SharedCounting | undefined, onFallback: (error: unknown) => void) {
     this.policy = policy;
     this.#onFallback = onFallback;
     const options = { points: policy.points, duration: policy.windowSec, keyPrefix: policy.name };
@@ -66,13 +69,16 @@ class Counter {
     this.#shared =
       redis === undefined
         ? undefined
-        : new RateLimiterRedis({
-            ...options,
-            storeClient: redis.client,
-            keyPrefix: `${redis.prefix}${policy.name}`,
-            // Answer from memory at once while disconnected, instead of queueing behind a reconnect.
-            rejectIfRedisNotReady: true,
-          });
+        : {
+            limiter: new RateLimiterRedis({
+              ...options,
+              storeClient: redis.client,
+              keyPrefix: `${redis.prefix}${policy.name}`,
+              // Answer from memory at once while disconnected, instead of queueing behind a reconnect.
+              rejectIfRedisNotReady: true,
+            }),
+            breaker: redis.breaker,
+          };
   }
 
   consume(key: string): Promise<RateLimiterRes> {
@@ -80,9 +86,12 @@ class Counter {
     return this.#shared === undefined ? this.#memory.consume(key) : this.#consumeShared(this.#shared, key);
   }
 
-  async #consumeShared(shared: RateLimiterRedis, key: string): Promise<RateLimiterRes> {
+  async #consumeShared(
+    shared: { limiter: RateLimiterRedis; breaker: CircuitBreaker },
+    key: string,
+  ): Promise<RateLimiterRes> {
     try {
-      return await shared.consume(key);
+      return await shared.breaker.call(() => shared.limiter.consume(key));
     } catch (thrown) {
       if (thrown instanceof RateLimiterRes) throw thrown;
       this.#onFallback(thrown);
@@ -93,10 +102,11 @@ class Counter {
 
 /**
  * A client address over its failed-authentication limit, until its window ends. A request from it
- * is refused unless its token is valid (http/authenticate.ts decides that from memory); a token
- * memory cannot decide gets a full check (a signature check, a token-database lookup) only in the
- * address's one slot: at most one failed full check per `window / points` seconds, the pace the
- * limit allows any address anyway, however fast the requests come.
+ * is refused unless its token is valid (http/authenticate.ts decides that from what is held in
+ * memory, which covers every token but two rare cases); a token memory cannot decide gets a full
+ * check (a token-database lookup, a key-set fetch) only in the address's one slot: at most one
+ * failed full check per `window / points` seconds, the pace the limit allows any address anyway,
+ * however fast the requests come.
  */
 export class AddressBlock {
   readonly until: number;
@@ -135,7 +145,7 @@ export type RateLimitsOptions = {
   token: RateLimitPolicy | null;
   /** Failed authentications per client address; null turns it off. */
   authFailures: RateLimitPolicy | null;
-  redis?: { client: Redis; prefix: string } | undefined;
+  redis?: SharedCounting | undefined;
   logger: Logger;
   metrics: Metrics;
 };
@@ -194,7 +204,7 @@ export class RateLimits {
    */
   addressBlocked(addressOf: () => string): AddressBlock | undefined {
     if (this.#blocked.size === 0) return undefined;
-    const address = addressOf();
+    const address = addressGroup(addressOf());
     const block = this.#blocked.get(address);
     if (block === undefined) return undefined;
     if (block.until <= Date.now()) {
@@ -204,10 +214,14 @@ export class RateLimits {
     return block;
   }
 
-  /** Counts a failed authentication; a refusal when that puts the address over its limit. */
-  async recordAuthFailure(address: string): Promise<LimitDecision | undefined> {
+  /**
+   * Counts a failed authentication against the address's group (see addressGroup: every spelling
+   * of one IPv4 address, or one IPv6 /64); a refusal when that puts the group over its limit.
+   */
+  async recordAuthFailure(clientAddress: string): Promise<LimitDecision | undefined> {
     const counter = this.#authFailures;
     if (counter === undefined) return undefined;
+    const address = addressGroup(clientAddress);
     try {
       await counter.consume(address);
       return undefined;

@@ -6,6 +6,7 @@ import {
   ListPlantsQuery,
   NEW_PLANT_EXAMPLE,
   NewPlant,
+  PAGE_CURSOR_PATTERN,
   Plant,
   PlantIdPath,
   PlantList,
@@ -137,6 +138,8 @@ export const plantsRouter = {
             {
               type: "string",
               minLength: 1,
+              // Exactly what the server writes, so contract tools stop sending forged cursors.
+              pattern: PAGE_CURSOR_PATTERN,
               description: 'An opaque cursor, as the `Link: <…>; rel="next"` header carries it.',
             },
             { type: "integer", format: "int64", description: "Only plants with an id strictly greater than this one." },

@@ -1,5 +1,11 @@
-/** Why one operation of a committed batch failed on its own (the rest of its batch is stored). */
-export type ItemFailure = { error: string };
+import { storeError, type StoreFailure } from "./store-errors.ts";
+import type { WriteHealth } from "./write-health.ts";
+
+/**
+ * Why one operation of a committed batch failed on its own (the rest of its batch is stored);
+ * `failure` when it was the storage's fault (plain data: it may have crossed a thread).
+ */
+export type ItemFailure = { error: string; failure?: StoreFailure | undefined };
 
 /** What a committed batch answers: per operation, in order, its result or why it alone failed. */
 export type CommittedBatch<R> = {
@@ -27,6 +33,8 @@ export type GroupCommitOptions<Op, R> = {
   minOverlappingBatch?: number;
   /** Called after every committed batch, for metrics. */
   onCommit?: ((batchSize: number, commitMs: number) => void) | undefined;
+  /** Told when each batch starts and how it ended, for readiness. */
+  health?: WriteHealth | undefined;
 };
 
 type Pending<Op, R> = {
@@ -51,6 +59,7 @@ export class GroupCommit<Op, R> {
   readonly #maxInFlight: number;
   readonly #minOverlapping: number;
   readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
+  readonly #health: WriteHealth | undefined;
   #queue: Array<Pending<Op, R>> = [];
   #inFlight = 0;
   #scheduled = false;
@@ -63,6 +72,7 @@ export class GroupCommit<Op, R> {
     this.#maxInFlight = options.maxBatchesInFlight;
     this.#minOverlapping = options.minOverlappingBatch ?? 1;
     this.#onCommit = options.onCommit;
+    this.#health = options.health;
   }
 
   get closed(): boolean {
@@ -119,17 +129,21 @@ export class GroupCommit<Op, R> {
   }
 
   async #run(items: Array<Pending<Op, R>>): Promise<void> {
+    const settled = this.#health?.begin();
     try {
       const { results, commitMs } = await this.#commit(items.map(({ op }) => op));
+      settled?.();
       this.#onCommit?.(items.length, commitMs);
       for (let i = 0; i < items.length; i++) {
         const result = results[i];
         // Conflicts and replays are results: each caller gets its own answer.
         if (result === undefined) items[i]!.reject(new Error("the batch stopped before this write"));
-        else if (isFailure(result)) items[i]!.reject(new Error(result.error));
+        else if (isFailure(result))
+          items[i]!.reject(result.failure === undefined ? new Error(result.error) : storeError(result.failure));
         else items[i]!.resolve(result);
       }
     } catch (error) {
+      settled?.(error);
       // Nothing of this batch is stored, or whether it is is unknown: no caller gets a 200. A
       // retry is safe: a plant that was stored answers as a replay.
       for (const item of items) item.reject(error);

@@ -156,6 +156,21 @@ export const migrations: ReadonlyArray<Migration> = [
           );
           INSERT INTO api_token_changes (id, version) VALUES (1, 0);`,
   },
+  {
+    version: 5,
+    name: "write probe",
+    // One row that readiness rewrites to prove a write commits again after a storage failure
+    // (see write-health.ts): on a full disk a rollback succeeds, only a committed write proves
+    // there is room, and it must touch no table that anything else reads.
+    sqlite: `CREATE TABLE write_probe (
+            id        INTEGER PRIMARY KEY CHECK (id = 1),
+            probed_at INTEGER NOT NULL
+          ) STRICT;`,
+    postgres: `CREATE TABLE write_probe (
+            id        integer PRIMARY KEY CHECK (id = 1),
+            probed_at bigint NOT NULL
+          );`,
+  },
 ];
 
 /** For /readyz: how many migrations the database records, of those this build knows. */

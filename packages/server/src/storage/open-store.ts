@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { PlantStore } from "./plant-store.ts";
+import type { WriteHealth } from "./write-health.ts";
 import type { WebhookAdmin } from "./webhook-admin.ts";
 import type { WebhookQueue } from "./webhook-queue.ts";
 import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
@@ -16,6 +17,10 @@ export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */
   durability?: Durability;
   onCommit?: (batchSize: number, commitMs: number) => void;
+  /** SQLite only: how long a write waits for another connection's lock (PLANTSTORE_SQLITE_BUSY_TIMEOUT_MS). */
+  busyTimeoutMs?: number;
+  /** Told how each write batch went, for readiness (both backends). */
+  writeHealth?: WriteHealth;
   /** PostgreSQL pool settings; defaults in DEFAULT_POSTGRES_SETTINGS. */
   postgres?: Partial<Omit<PostgresSettings, "url">>;
   /** PostgreSQL's circuit breaker; defaults in DEFAULT_POSTGRES_BREAKER. */
@@ -48,6 +53,7 @@ export async function openStore(
       ...postgresSettings(databaseUrl, options),
       onCommit: options.onCommit,
       breaker: options.postgresBreaker,
+      writeHealth: options.writeHealth,
     });
   }
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);

@@ -34,6 +34,8 @@ export interface PlantStore {
   list(options: ListOptions): Promise<ListedPlant[]>;
   /** Cheap liveness probe of the underlying database. */
   ping(): Promise<void>;
+  /** A tiny committed write, to learn whether writes succeed again after a storage failure (for /readyz). */
+  probeWrite?(): Promise<void>;
   /** Schema migrations recorded in the database, and the newest this build knows (for /readyz). */
   migrations?(): Promise<MigrationStatus>;
   close(): Promise<void>;

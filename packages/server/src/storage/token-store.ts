@@ -38,6 +38,11 @@ export interface TokenStore {
   /** The token with this id, with its secret digest for the constant-time comparison. */
   findToken(id: string): Promise<(TokenRecord & { secretHash: Buffer }) | undefined>;
   /**
+   * Every token neither revoked nor expired at `now`, with its secret digest, so a server can hold
+   * them all in memory; undefined when there are more than `limit` (then it looks tokens up one by one).
+   */
+  activeTokens(now: number, limit: number): Promise<(TokenRecord & { secretHash: Buffer })[] | undefined>;
+  /**
    * Revokes the token with this id, or else the active token with this name. Answers the token as
    * it is now, or undefined when none matched. Bumps the change version.
    */

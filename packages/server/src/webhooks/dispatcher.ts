@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Metrics } from "../metrics.ts";
-import { StoreUnavailableError } from "../storage/store-errors.ts";
+import { LogThrottle } from "../log-throttle.ts";
+import { StoreError } from "../storage/store-errors.ts";
 import type { ClaimedDelivery, WebhookQueue } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";
 import { MAX_ATTEMPTS, nextAttemptAt } from "./retry-policy.ts";
@@ -10,6 +11,8 @@ export type DispatcherOptions = {
   queue: WebhookQueue;
   policy: OutboundPolicy;
   logger: Logger;
+  /** Bounds the lines of failures that repeat on every poll or attempt. */
+  logThrottle?: LogThrottle;
   metrics: Metrics;
   timeoutMs: number;
   retryBaseMs: number;
@@ -32,6 +35,16 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let databaseDown = false;
+  const throttle = options.logThrottle ?? new LogThrottle();
+  /** A failure that may repeat on every poll: one line per kind per interval, then the count. */
+  const logFailure = (msg: string, error: unknown) => {
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    throttle.log(
+      `webhooks ${msg} ${text.slice(0, 200)}`,
+      () => logger.error({ err: error }, msg),
+      (repeats) => logger.error({ repeats, intervalMs: throttle.intervalMs, error: text }, `${msg} (repeats)`),
+    );
+  };
 
   const attempt = async (delivery: ClaimedDelivery): Promise<void> => {
     const result = await sendDelivery(delivery, policy, timeoutMs);
@@ -80,9 +93,7 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
       const claimed = await queue.claimDeliveries({ now, leaseUntil: now + timeoutMs * 2 + 5_000, limit: concurrency });
       if (claimed.length > 0) {
         await Promise.all(
-          claimed.map((d) =>
-            attempt(d).catch((error: unknown) => logger.error({ err: error }, "webhook bookkeeping failed")),
-          ),
+          claimed.map((d) => attempt(d).catch((error: unknown) => logFailure("webhook bookkeeping failed", error))),
         );
         again = true;
       }
@@ -101,13 +112,14 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
         databaseDown = false;
       })
       .catch((error: unknown) => {
-        // An outage is logged once, not on every poll; the deliveries wait in the outbox meanwhile.
-        if (error instanceof StoreUnavailableError) {
-          if (!databaseDown) logger.warn({ err: error }, "webhook dispatch paused: the database is not reachable");
+        // An outage (or a full disk, a lock) is logged once, not on every poll; the deliveries wait
+        // in the outbox meanwhile.
+        if (error instanceof StoreError) {
+          if (!databaseDown) logger.warn({ err: error }, `webhook dispatch paused: ${error.message}`);
           databaseDown = true;
           return;
         }
-        logger.error({ err: error }, "webhook dispatch failed");
+        logFailure("webhook dispatch failed", error);
       })
       .finally(() => {
         running = undefined;

@@ -1,50 +1,54 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { BlockList, isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 /**
  * Refuses webhook targets on private, loopback, link-local and other non-public addresses (SSRF),
  * unless PLANTSTORE_WEBHOOK_ALLOWED_HOSTS names the host or a CIDR holding its address. The check
  * runs on the address actually connected to (a custom DNS lookup), so DNS rebinding cannot slip
  * past a check made earlier on the name.
+ *
+ * Which addresses are public is ipaddr.js's special-purpose registry (IANA's, kept up to date by its
+ * maintainers), not a list of ours: a hand list missed site-local, discard-only and local-use NAT64
+ * ranges. Only what it calls `unicast` passes; a name it adds later is refused until we look at it.
  */
-const FORBIDDEN = new BlockList();
-const FORBIDDEN_IPV4 = [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const;
-// IPv4-mapped addresses (::ffff:10.0.0.1) need no rule of their own: BlockList checks them against
-// the IPv4 rules. A `::ffff:0:0/96` rule would be wrong, not redundant: BlockList also checks plain
-// IPv4 addresses against IPv4-mapped rules, so it would refuse every IPv4 address, public ones too.
-for (const [net, prefix] of FORBIDDEN_IPV4) {
-  FORBIDDEN.addSubnet(net, prefix, "ipv4");
-  // The same ranges carried inside IPv6 by NAT64 (RFC 6052) and 6to4 (RFC 3056) gateways.
-  const [high, low] = ipv4Groups(net);
-  FORBIDDEN.addSubnet(`64:ff9b::${high}:${low}`, 96 + prefix, "ipv6");
-  FORBIDDEN.addSubnet(`2002:${high}:${low}::`, 16 + prefix, "ipv6");
-}
-for (const [net, prefix] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-] as const) {
-  FORBIDDEN.addSubnet(net, prefix, "ipv6");
+// IANA's Global Unicast allocation (RFC 4291 §2.4): the rest of the IPv6 space outside the special
+// registry is unassigned, and nothing legitimate answers webhooks there.
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR("2000::/3");
+// RFC 6052's well-known NAT64 prefix, whose last 32 bits are a public IPv4 address. The registry's
+// `rfc6052` also holds 64:ff9b:1::/48, the local-use prefix (RFC 8215), which is never public.
+const WELL_KNOWN_NAT64 = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
+
+/** Whether `address` (IPv4 or IPv6 text, as `dns.lookup` or a URL gives it) is public unicast. */
+export function isPublicAddress(address: string): boolean {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return false;
+  }
+  if (parsed.kind() === "ipv4") return parsed.range() === "unicast";
+  const v6 = parsed as ipaddr.IPv6;
+  const embedded = embeddedIPv4(v6);
+  if (embedded !== undefined) return embedded.range() === "unicast";
+  return v6.range() === "unicast" && v6.match(GLOBAL_UNICAST_V6);
 }
 
-/** `10.1.2.3` → `["a01", "203"]`: the two 16-bit IPv6 groups that hold an IPv4 address. */
-function ipv4Groups(address: string): [string, string] {
-  const [a = 0, b = 0, c = 0, d = 0] = address.split(".").map(Number);
-  return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+/**
+ * The IPv4 address an IPv6 form carries, for the forms that reach it: mapped (::ffff:a.b.c.d),
+ * translated (::ffff:0:a.b.c.d, RFC 6145), compatible (::a.b.c.d, RFC 4291 §2.5.5.1), NAT64's
+ * well-known prefix (RFC 6052) and 6to4 (2002:AABB:CCDD::/48, RFC 3056). Such an address is as
+ * public as the IPv4 address inside it, whatever the IPv6 registry says of the outer form.
+ */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const parts = address.parts;
+  const zeroUpTo = (end: number) => parts.slice(0, end).every((part) => part === 0);
+  const fromGroups = (high = 0, low = 0) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+  const mappedOrCompatible = zeroUpTo(5) && (parts[5] === 0xffff || parts[5] === 0);
+  const translated = zeroUpTo(4) && parts[4] === 0xffff && parts[5] === 0;
+  if (mappedOrCompatible || translated || address.match(WELL_KNOWN_NAT64)) return fromGroups(parts[6], parts[7]);
+  if (parts[0] === 0x2002) return fromGroups(parts[1], parts[2]);
+  return undefined;
 }
 
 export type OutboundPolicy = {
@@ -71,7 +75,7 @@ export function createOutboundPolicy(allowed: readonly string[]): OutboundPolicy
     const family = isIP(address) === 6 ? "ipv6" : "ipv4";
     if (allowedHosts.has(hostname.toLowerCase().replace(/^\[|\]$/g, ""))) return true;
     if (allowedNets.check(address, family)) return true;
-    return !FORBIDDEN.check(address, family);
+    return isPublicAddress(address);
   };
 
   const lookup = ((hostname: string, options: LookupOptions, callback: (...args: unknown[]) => void) => {

@@ -79,6 +79,17 @@ export class PostgresTokenStore implements TokenStore {
     return row === undefined ? undefined : { ...toRecord(row), secretHash: row.secret_hash };
   }
 
+  async activeTokens(now: number, limit: number): Promise<(TokenRecord & { secretHash: Buffer })[] | undefined> {
+    const rows = await query<TokenRow>(
+      this.#pool,
+      `SELECT ${COLUMNS} FROM api_tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) LIMIT $2`,
+      [now, limit + 1],
+      "plantstore_active_tokens",
+    );
+    if (rows.length > limit) return undefined;
+    return rows.map((row) => ({ ...toRecord(row), secretHash: row.secret_hash }));
+  }
+
   async revokeToken(idOrName: string, now: number): Promise<TokenRecord | undefined> {
     return inTransaction(this.#pool, async (client) => {
       // An id wins over a name, so `revoke <id>` always means that token. FOR UPDATE: two

@@ -3,6 +3,7 @@ import type { ItemFailure } from "../group-commit.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
 import { samePlant, type PlantRow } from "../plant-rows.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
   BatchRequest,
@@ -57,6 +58,9 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   );
   const cancelPending = db.prepare(
     "UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE subscriber_id = ? AND status = 'pending'",
+  );
+  const probe = db.prepare(
+    "INSERT INTO write_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
   );
 
   let eventsWritten = 0;
@@ -132,8 +136,18 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "recordAttempt":
         recordAttempt(op.attempt);
         return { recorded: true };
+      case "probe":
+        probe.run(op.at);
+        return { probed: true };
     }
   };
+
+  const failed = (batchId: number, error: unknown): BatchResult => ({
+    kind: "failed",
+    batchId,
+    error: String(error),
+    failure: sqliteFailure(error),
+  });
 
   return (request) => {
     const started = performance.now();
@@ -142,24 +156,35 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     try {
       db.exec("BEGIN IMMEDIATE");
     } catch (error) {
-      return { kind: "failed", batchId: request.batchId, error: String(error) };
+      return failed(request.batchId, error);
     }
     const results: Array<ItemResult | ItemFailure> = [];
+    // The failure that ended the transaction, if one did: the batch fails with its cause (a full
+    // disk, a lock), not with a generic "rolled back".
+    let ended: unknown;
     for (const op of request.ops) {
       try {
         results.push(apply(op));
       } catch (error) {
-        results.push({ error: String(error) });
+        results.push({ error: String(error), failure: sqliteFailure(error) });
         // Stop if the failure ended the transaction, or later rows would autocommit one by one.
-        if (!db.isTransaction) break;
+        if (!db.isTransaction) {
+          ended = error;
+          break;
+        }
       }
     }
     try {
-      if (!db.isTransaction) throw new Error("the transaction was rolled back during the batch");
+      if (!db.isTransaction) throw ended ?? new Error("the transaction was rolled back during the batch");
       db.exec("COMMIT");
     } catch (error) {
-      if (db.isTransaction) db.exec("ROLLBACK");
-      return { kind: "failed", batchId: request.batchId, error: String(error) };
+      try {
+        if (db.isTransaction) db.exec("ROLLBACK");
+      } catch {
+        // A rollback that fails (an I/O error) leaves SQLite to roll the journal back on the next
+        // transaction; the batch fails either way, with the error that ended it.
+      }
+      return failed(request.batchId, error);
     }
     return {
       kind: "committed",

@@ -17,6 +17,9 @@ import type {
 import type { WebhookQueue } from "../webhook-queue.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
+import { storeError } from "../store-errors.ts";
+import type { WriteHealth } from "../write-health.ts";
+import { asSqliteStoreError } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
   BatchRequest,
@@ -43,7 +46,16 @@ export type SqliteStoreOptions = {
   maxBatchSize?: number;
   /** Called after every commit, for metrics. */
   onCommit?: (batchSize: number, commitMs: number) => void;
+  /**
+   * How long a write waits for a lock another connection (another process, the `sqlite3` shell)
+   * holds before it fails with a "busy" StoreError (503 STORAGE_BUSY). Default 5000.
+   */
+  busyTimeoutMs?: number;
+  /** Told how each write batch went, for readiness. */
+  writeHealth?: WriteHealth;
 };
+
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * Rows as arrays where node:sqlite can (Node >= 22.16): no object with named keys built per row
@@ -151,8 +163,13 @@ export class SqliteStore implements PlantStore, WebhookQueue {
       // One writer: the next batch gathers while this one commits.
       maxBatchesInFlight: 1,
       onCommit: options.onCommit,
+      health: options.writeHealth,
     });
-    this.#init = { path: options.path, synchronous: options.durability === "normal" ? "NORMAL" : "FULL" };
+    this.#init = {
+      path: options.path,
+      synchronous: options.durability === "normal" ? "NORMAL" : "FULL",
+      busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+    };
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
@@ -161,7 +178,8 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     const db = new DatabaseSync(options.path, { readBigInts: true });
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(`PRAGMA synchronous = ${options.durability === "normal" ? "NORMAL" : "FULL"}`);
-    db.exec("PRAGMA busy_timeout = 5000");
+    // Reads on this connection never wait for the writer (WAL); a migration at start may.
+    db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
     migrateSqlite(db);
     return new SqliteStore(db, options, inMemory);
   }
@@ -185,11 +203,27 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     await this.#writes.submit({ op: "recordAttempt", attempt });
   }
 
+  /** A one-row write, committed like any other on the writer thread: proves writes commit. */
+  async probeWrite(): Promise<void> {
+    await this.#writes.submit({ op: "probe", at: Date.now() });
+  }
+
   async hasDueDeliveries(now: number): Promise<boolean> {
-    this.#dueStatement ??= this.#db.prepare(
-      "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ? LIMIT 1",
-    );
-    return this.#dueStatement.get(now, now) !== undefined;
+    return this.#read(() => {
+      this.#dueStatement ??= this.#db.prepare(
+        "SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ? LIMIT 1",
+      );
+      return this.#dueStatement.get(now, now) !== undefined;
+    });
+  }
+
+  /** A read on this thread's connection, its storage failures (I/O, a damaged file) thrown as StoreErrors. */
+  #read<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      throw asSqliteStoreError(error);
+    }
   }
 
   /** Deliveries not yet delivered nor given up: the outbox depth, for metrics. */
@@ -249,7 +283,7 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     this.#inFlight = undefined;
     if (result.kind === "failed") {
       // Nothing in this batch is stored: every caller gets the failure, none a 200.
-      batch.reject(new Error(result.error));
+      batch.reject(result.failure === undefined ? new Error(result.error) : storeError(result.failure));
       return;
     }
     batch.resolve(result);
@@ -257,7 +291,7 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
-    const row = this.#select.get(id) as PlantRow | undefined;
+    const row = this.#read(() => this.#select.get(id)) as PlantRow | undefined;
     return row === undefined ? undefined : plantFromRow(row);
   }
 
@@ -266,14 +300,14 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     try {
       rows = page(this.#listStatements, options);
     } catch (error) {
-      if (!isOutOfRange(error)) throw error;
+      if (!isOutOfRange(error)) throw asSqliteStoreError(error);
     }
-    if (rows === undefined || holdsInexactId(rows)) rows = page(this.#listStatementsBigInt, options);
+    if (rows === undefined || holdsInexactId(rows)) rows = this.#read(() => page(this.#listStatementsBigInt, options));
     return rows.map((row) => listedFromRow(Array.isArray(row) ? row : [row.id, row.name, row.tag]));
   }
 
   async ping(): Promise<void> {
-    this.#db.prepare("SELECT 1").get();
+    this.#read(() => this.#db.prepare("SELECT 1").get());
   }
 
   async migrations(): Promise<MigrationStatus> {

@@ -12,7 +12,7 @@ const init = workerData as WriterInit;
 const db = new DatabaseSync(init.path, { readBigInts: true });
 db.exec("PRAGMA journal_mode = WAL");
 db.exec(`PRAGMA synchronous = ${init.synchronous}`);
-db.exec("PRAGMA busy_timeout = 5000");
+db.exec(`PRAGMA busy_timeout = ${init.busyTimeoutMs}`);
 const commit = createBatchCommitter(db);
 
 parentPort!.on("message", (message: BatchRequest | CloseRequest) => {

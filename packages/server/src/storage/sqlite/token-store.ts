@@ -51,12 +51,16 @@ export class SqliteTokenStore implements TokenStore {
   readonly #db: DatabaseSync;
   readonly #find: StatementSync;
   readonly #version: StatementSync;
+  readonly #active: StatementSync;
   readonly #touch: StatementSync;
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
     this.#find = db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE id = ?`);
     this.#version = db.prepare("SELECT version FROM api_token_changes WHERE id = 1");
+    this.#active = db.prepare(
+      `SELECT ${COLUMNS} FROM api_tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) LIMIT ?`,
+    );
     this.#touch = db.prepare("UPDATE api_tokens SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?");
   }
 
@@ -112,6 +116,12 @@ export class SqliteTokenStore implements TokenStore {
   async findToken(id: string): Promise<(TokenRecord & { secretHash: Buffer }) | undefined> {
     const row = this.#find.get(id) as TokenRow | undefined;
     return row === undefined ? undefined : { ...toRecord(row), secretHash: Buffer.from(row.secret_hash) };
+  }
+
+  async activeTokens(now: number, limit: number): Promise<(TokenRecord & { secretHash: Buffer })[] | undefined> {
+    const rows = this.#active.all(now, limit + 1) as TokenRow[];
+    if (rows.length > limit) return undefined;
+    return rows.map((row) => ({ ...toRecord(row), secretHash: Buffer.from(row.secret_hash) }));
   }
 
   async revokeToken(idOrName: string, now: number): Promise<TokenRecord | undefined> {

@@ -1,11 +1,12 @@
 import type { ItemFailure } from "../group-commit.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import type { StoreFailure } from "../store-errors.ts";
 import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
 
 export type { AttemptRecord, ClaimedDelivery };
 
 /** Messages between SqliteStore (main thread) and its writer thread. Plain data: structured-cloned. */
-export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL" };
+export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL"; busyTimeoutMs: number };
 
 export type BatchRequest = {
   kind: "batch";
@@ -17,13 +18,15 @@ export type WriteOp =
   | { op: "create"; id: bigint; name: string; tag: string | null }
   | { op: "delete"; id: bigint }
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
-  | { op: "recordAttempt"; attempt: AttemptRecord };
+  | { op: "recordAttempt"; attempt: AttemptRecord }
+  /** A tiny write that proves writes commit again (readiness, after a failure). */
+  | { op: "probe"; at: number };
 
 export type CloseRequest = { kind: "close" };
 
 /** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
 export type ItemResult =
-  { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true };
+  { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true } | { probed: true };
 
 export type BatchResult =
   | {
@@ -33,4 +36,5 @@ export type BatchResult =
       commitMs: number;
       eventsWritten: number;
     }
-  | { kind: "failed"; batchId: number; error: string };
+  /** `failure` when the storage failed (full, locked, …): an Error's own properties do not survive postMessage. */
+  | { kind: "failed"; batchId: number; error: string; failure?: StoreFailure | undefined };

@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { StoreError } from "./store-errors.ts";
+import { WriteHealth } from "./write-health.ts";
+
+/** The rule alone, on a clock the test moves; what the stores report is tested through HTTP (test/sqlite/). */
+function health() {
+  let now = 0;
+  const writes = new WriteHealth({ stallMs: 1_000, now: () => now });
+  return { writes, advance: (ms: number) => (now += ms) };
+}
+
+describe("WriteHealth", () => {
+  it("is healthy while writes succeed, and a write in flight is not a problem until it stalls", () => {
+    const { writes, advance } = health();
+    const done = writes.begin();
+    advance(1_000);
+    expect(writes.problem()).toBeUndefined();
+    advance(1);
+    expect(writes.problem()).toEqual({ kind: "busy", stalledMs: 1_001 });
+    done();
+    expect(writes.problem()).toBeUndefined();
+  });
+
+  it("names the storage failure of the last write until a write succeeds", () => {
+    const { writes } = health();
+    writes.begin()(new StoreError("full", "disk full"));
+    expect(writes.problem()).toEqual({ kind: "full" });
+    writes.begin()(new Error("a bug, not the storage"));
+    expect(writes.problem()).toEqual({ kind: "full" });
+    writes.begin()();
+    expect(writes.problem()).toBeUndefined();
+  });
+
+  it("probes with a write after a failure, shares one probe among callers, and recovers when it succeeds", async () => {
+    const { writes } = health();
+    writes.begin()(new StoreError("busy", "locked"));
+    let probes = 0;
+    let succeed = false;
+    const probe = async () => {
+      probes++;
+      if (!succeed) throw new StoreError("busy", "still locked");
+    };
+    const [a, b] = await Promise.all([writes.check(probe), writes.check(probe)]);
+    expect([a, b, probes]).toEqual([{ kind: "busy" }, { kind: "busy" }, 1]);
+    succeed = true;
+    expect(await writes.check(probe)).toBeUndefined();
+    expect(await writes.check(probe)).toBeUndefined();
+    expect(probes).toBe(2);
+  });
+
+  it("does not probe while a write is under way: that write's outcome will tell", async () => {
+    const { writes } = health();
+    writes.begin()(new StoreError("full", "disk full"));
+    const done = writes.begin();
+    let probes = 0;
+    expect(await writes.check(async () => void probes++)).toEqual({ kind: "full" });
+    expect(probes).toBe(0);
+    done();
+    expect(await writes.check(async () => void probes++)).toBeUndefined();
+  });
+});

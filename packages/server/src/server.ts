@@ -78,7 +78,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
   // Present from the start on PostgreSQL, so a dashboard sees 0 rather than no series.
-  if (isPostgresUrl(config.databaseUrl)) metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
+  if (isPostgresUrl(config.databaseUrl)) {
+    metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
+    metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" }, 0);
+  }
   const writeHealth = new WriteHealth();
   // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
   const logThrottle = new LogThrottle();
@@ -97,14 +100,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     },
     postgresBreaker: {
       ...config.postgresBreaker,
-      onStateChange: (state, { failures, stalled }) => {
+      onStateChange: (state, { stalled }) => {
         metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, state === "open" ? 1 : 0);
         if (state === "open") {
+          metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" });
           const why = stalled
             ? "a statement stalled and a probe got no answer"
-            : `${failures} timeouts or refusals in a row`;
+            : `${config.postgresBreaker.failureThreshold} timeouts or refusals in a row`;
           logger.warn(
-            { component: "storage", failures, stalled },
+            { component: "storage", stalled },
             `PostgreSQL circuit open: it stopped answering (${why}); requests get 503 at once while a probe waits for it`,
           );
         } else logger.info({ component: "storage" }, "PostgreSQL circuit closed: the database answers again");

@@ -44,14 +44,3 @@ export function storeError(failure: StoreFailure): StoreError {
     ? new StoreUnavailableError(failure.message)
     : new StoreError(failure.kind, failure.message);
 }
-
-/**
- * The database answers but cannot do this now: a lock wait, a deadlock or a statement timeout.
- * Never counted by the circuit breaker.
- */
-export class StoreBusyError extends StoreError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super("busy", message, options);
-    this.name = "StoreBusyError";
-  }
-}

@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresBreaker } from "../../src/resilience/postgres-breaker.ts";
 import { createPostgresPool, query, type PostgresSettings } from "../../src/storage/postgres/pool.ts";
-import { StoreBusyError, StoreUnavailableError } from "../../src/storage/store-errors.ts";
+import { StoreError, StoreUnavailableError } from "../../src/storage/store-errors.ts";
 import { databaseBehindProxy } from "./database-behind-proxy.ts";
 
 // The client stops waiting for a statement after the query timeout plus its 1 s grace.
@@ -33,7 +33,8 @@ describe("PostgresBreaker: a statement whose answer the client stopped waiting f
   it("is busy, not unreachable, while the database answers a probe, and does not open the circuit", async () => {
     const { pool, breaker } = await setUp();
     const slow = breaker.call(() => query(pool, "SELECT pg_sleep(3)"));
-    await expect(slow).rejects.toBeInstanceOf(StoreBusyError);
+    await expect(slow).rejects.toBeInstanceOf(StoreError);
+    await expect(slow).rejects.toMatchObject({ kind: "busy" });
     await expect(slow).rejects.toThrow(/statement timeout/);
     expect(breaker.state).toBe("closed");
   }, 20_000);

@@ -7,7 +7,7 @@ import {
   type PoolClient,
   type QueryResultRow,
 } from "pg";
-import { StoreBusyError, StoreUnavailableError } from "../store-errors.ts";
+import { StoreError, StoreUnavailableError } from "../store-errors.ts";
 
 /**
  * The one place that turns a `postgres://` URL into connections. Every PostgreSQL table of the
@@ -207,18 +207,18 @@ export function isBrokenConnection(error: unknown): boolean {
 }
 
 export function asStoreError(error: unknown): unknown {
-  if (error instanceof StoreUnavailableError || error instanceof StoreBusyError) return error;
+  if (error instanceof StoreError) return error;
   // The cause's text helps an operator (the CLI prints it); the HTTP layer never sends it.
   const detail = error instanceof Error && error.message !== "" ? `: ${error.message}` : "";
   const busy = busyCause(error);
-  if (busy !== undefined) return new StoreBusyError(`the database is busy, ${busy}${detail}`, { cause: error });
+  if (busy !== undefined) return new StoreError("busy", `the database is busy, ${busy}${detail}`, { cause: error });
   if (!isUnavailable(error)) return error;
   return new StoreUnavailableError(`the database is not reachable${detail}`, { cause: error });
 }
 
 /**
- * One query, with unavailability turned into StoreUnavailableError and lock waits into StoreBusyError. A `name` makes it a prepared
- * statement on each connection (parsed and planned once, not per call): for the hot statements.
+ * One query, with unavailability turned into StoreUnavailableError and lock waits into a StoreError
+ * of kind `busy`. A `name` makes it a prepared statement on each connection (parsed and planned once, not per call): for the hot statements.
  * Measured on the batch insert: 1.1–1.5× the statements per second.
  */
 export async function query<R extends QueryResultRow>(

@@ -24,7 +24,7 @@ import {
   query,
   type PostgresSettings,
 } from "./pool.ts";
-import { StoreBusyError } from "../store-errors.ts";
+import { StoreError } from "../store-errors.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 import {
   DEFAULT_POSTGRES_BREAKER,
@@ -323,7 +323,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   #noteWrite(error: unknown): unknown {
-    if (error instanceof StoreBusyError) this.#writesBusy = true;
+    if (error instanceof StoreError && error.kind === "busy") this.#writesBusy = true;
     return error;
   }
 

@@ -41,8 +41,9 @@ function notReady(problem: WriteProblem): ApiError {
 /**
  * Ready when the database answers, every migration this build knows is applied, and writes
  * succeed: a load balancer must not send writes to an instance whose disk is full or whose writes
- * wait on a lock. After a failed write, readiness probes with a real write (see WriteHealth), so
- * an instance taken out of rotation comes back once writes succeed again.
+ * wait on a lock. After a failed write (or PostgreSQL's circuit opening), readiness probes with a
+ * real write (see WriteHealth and each store's probeWrite), so an instance taken out of rotation
+ * comes back once writes succeed again. While PostgreSQL's circuit is open, the ping fails at once.
  */
 async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined, ctx: Koa.Context): Promise<void> {
   let migrations;
@@ -50,10 +51,8 @@ async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined
     await store.ping();
     migrations = await store.migrations?.();
   } catch (error) {
-    // Writes held up by a lock are not a network problem: say so, so nobody looks at the network.
-    if (error instanceof StoreError && error.kind === "busy") {
-      throw storeFailureAnswer("busy", { message: "the database is busy: writes wait on a lock", cause: error });
-    }
+    // A database that answers but is held up is not a network problem: say so, so nobody looks at the network.
+    if (error instanceof StoreError && error.kind !== "unavailable") throw storeFailureAnswer(error.kind, { cause: error });
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
   if (migrations !== undefined && migrations.applied < migrations.known) {

@@ -24,7 +24,6 @@ import {
   query,
   type PostgresSettings,
 } from "./pool.ts";
-import { StoreError } from "../store-errors.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 import {
   DEFAULT_POSTGRES_BREAKER,
@@ -107,9 +106,6 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #eventListeners: Array<() => void> = [];
   // Whether the last batch found an active subscriber: the next one then carries its events.
   #subscribersSeen = true;
-  // The last write failed on a lock or a statement timeout and none has succeeded since: readiness
-  // then also checks that nothing locks the table against writes.
-  #writesBusy = false;
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -117,8 +113,13 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     this.#breaker = new PostgresBreaker(options, {
       ...breaker,
       onStateChange: (state, reason) => {
-        // Creations queued behind batches that hang on the silent database go at once: none was sent.
-        if (state === "open") this.#creations.failQueued(this.#breaker.openError());
+        if (state === "open") {
+          const error = this.#breaker.openError();
+          // Creations queued behind batches that hang on the silent database go at once: none was sent.
+          this.#creations.failQueued(error);
+          // Readiness says so at once, and stays 503 until a write or its probe succeeds again.
+          options.writeHealth?.fail(error);
+        }
         breaker.onStateChange?.(state, reason);
       },
     });
@@ -162,9 +163,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       stored = await this.#breaker.call(() => this.#settle(plants));
     } catch (error) {
       // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.
-      throw this.#noteWrite(asStoreError(error));
+      throw asStoreError(error);
     }
-    this.#writesBusy = false;
     const commitMs = performance.now() - started;
     // The first request for an id in this batch is the one that created it; later ones compare.
     const claimed = new Set<bigint>();
@@ -264,15 +264,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     this.#refuseWhenClosed();
-    let rows;
-    try {
-      rows = await this.#breaker.call(() =>
-        query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
-      );
-    } catch (error) {
-      throw this.#noteWrite(error);
-    }
-    this.#writesBusy = false;
+    const rows = await this.#breaker.call(() =>
+      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+    );
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
@@ -309,31 +303,26 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async ping(): Promise<void> {
     this.#refuseWhenClosed();
     await this.#breaker.call(() => query(this.#pool, "SELECT 1"));
-    if (this.#writesBusy) await this.#breaker.call(() => this.#writableNow());
   }
 
   /**
-   * Whether a write would get past the table's locks now, without waiting for them (`NOWAIT`): a
-   * `LOCK TABLE … IN ACCESS EXCLUSIVE MODE` held elsewhere fails it at once with a lock wait.
-   * Row locks on single ids are not seen, nor should they be: they hold up those ids only.
+   * A one-row write (the write_probe table) that first takes the lock every write of a plant takes,
+   * without waiting for it (`NOWAIT`): proves writes commit, for readiness after a failed write.
+   * A `LOCK TABLE plants IN ACCESS EXCLUSIVE MODE` held elsewhere fails it at once as busy, so an
+   * instance stays out of rotation while its writes would wait on that lock, and comes back as soon
+   * as it is released. Row locks on single ids are not seen, nor should they be: they hold up those
+   * ids only. Through the breaker: while the circuit is open it fails at once.
    */
-  async #writableNow(): Promise<void> {
-    await inTransaction(this.#pool, (client) => client.query("LOCK TABLE plants IN ROW EXCLUSIVE MODE NOWAIT"));
-    this.#writesBusy = false;
-  }
-
-  #noteWrite(error: unknown): unknown {
-    if (error instanceof StoreError && error.kind === "busy") this.#writesBusy = true;
-    return error;
-  }
-
-  /** A one-row write (the write_probe table): proves writes commit, for readiness after a failure. */
   async probeWrite(): Promise<void> {
     this.#refuseWhenClosed();
-    await query(
-      this.#pool,
-      "INSERT INTO write_probe (id, probed_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
-      [Date.now()],
+    await this.#breaker.call(() =>
+      inTransaction(this.#pool, async (client) => {
+        await client.query("LOCK TABLE plants IN ROW EXCLUSIVE MODE NOWAIT");
+        await client.query(
+          "INSERT INTO write_probe (id, probed_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+          [Date.now()],
+        );
+      }),
     );
   }
 

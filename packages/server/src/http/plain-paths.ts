@@ -52,7 +52,9 @@ async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined
     migrations = await store.migrations?.();
   } catch (error) {
     // A database that answers but is held up is not a network problem: say so, so nobody looks at the network.
-    if (error instanceof StoreError && error.kind !== "unavailable") throw storeFailureAnswer(error.kind, { cause: error });
+    if (error instanceof StoreError && error.kind !== "unavailable") {
+      throw storeFailureAnswer(error.kind, { cause: error });
+    }
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
   if (migrations !== undefined && migrations.applied < migrations.known) {

@@ -64,6 +64,7 @@ const EnvSchema = z.object({
   PLANTSTORE_PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
   PLANTSTORE_PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   PLANTSTORE_PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
+  PLANTSTORE_PG_BREAKER_FAILURES: z.coerce.number().int().min(1).max(10_000).default(3),
   PLANTSTORE_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   PLANTSTORE_JWT_ISSUER: z.string().min(1).optional(),
   PLANTSTORE_JWT_AUDIENCE: z.string().min(1).optional(),
@@ -128,6 +129,11 @@ export type Config = {
    * during an outage.
    */
   postgres: { poolSize: number; connectTimeoutMs: number; queryTimeoutMs: number };
+  /**
+   * PostgreSQL timeouts or refusals in a row after which requests get 503 at once, until a probe
+   * (every 0.5 s) finds the database answering again.
+   */
+  postgresBreaker: { failureThreshold: number };
   logLevel: z.infer<typeof EnvSchema>["PLANTSTORE_LOG_LEVEL"];
   /** Bearer JWTs from an identity provider; undefined when not configured. */
   jwt: JwtConfig | undefined;
@@ -218,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeoutMs: e.PLANTSTORE_PG_CONNECT_TIMEOUT_MS,
       queryTimeoutMs: e.PLANTSTORE_PG_QUERY_TIMEOUT_MS,
     },
+    postgresBreaker: { failureThreshold: e.PLANTSTORE_PG_BREAKER_FAILURES },
     logLevel: e.PLANTSTORE_LOG_LEVEL,
     jwt: jwtConfig(e),
     trustedProxies: e.PLANTSTORE_TRUSTED_PROXIES,

@@ -16,6 +16,7 @@ import { LogThrottle } from "./log-throttle.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
+import { isPostgresUrl } from "./storage/postgres/pool.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
 import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit/redis.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
@@ -76,6 +77,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   let backlog = async () => 0;
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
+  // Present from the start on PostgreSQL, so a dashboard sees 0 rather than no series.
+  if (isPostgresUrl(config.databaseUrl)) {
+    metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
+    metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" }, 0);
+  }
   const writeHealth = new WriteHealth();
   // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
   const logThrottle = new LogThrottle();
@@ -91,6 +97,22 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       ...config.postgres,
       // The pool replaces the connection by itself; the line tells an operator why requests failed.
       onIdleError: (error) => logger.warn({ err: error }, "database connection lost"),
+    },
+    postgresBreaker: {
+      ...config.postgresBreaker,
+      onStateChange: (state, { stalled }) => {
+        metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, state === "open" ? 1 : 0);
+        if (state === "open") {
+          metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" });
+          const why = stalled
+            ? "a statement stalled and a probe got no answer"
+            : `${config.postgresBreaker.failureThreshold} timeouts or refusals in a row`;
+          logger.warn(
+            { component: "storage", stalled },
+            `PostgreSQL circuit open: it stopped answering (${why}); requests get 503 at once while a probe waits for it`,
+          );
+        } else logger.info({ component: "storage" }, "PostgreSQL circuit closed: the database answers again");
+      },
     },
   });
   backlog = () => store.webhookBacklog();

@@ -42,8 +42,8 @@ const ERROR_HEADERS: Record<number, Json> = {
   503: {
     "Retry-After": {
       description:
-        "Seconds to wait before retrying: 1 when the database is unreachable or busy or the server is at its connection limit, " +
-        "5 when its disk is full, it is read-only or its storage fails.",
+        "Seconds to wait before retrying: 1 when the database is unreachable (at once while PostgreSQL's circuit is open) or busy " +
+        "or the server is at its connection limit, 5 when its disk is full, it is read-only or its storage fails.",
       schema: { type: "integer", minimum: 1 },
     },
   },

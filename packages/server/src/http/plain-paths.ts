@@ -2,6 +2,7 @@ import type Koa from "koa";
 import { ApiError, storeFailureAnswer } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
+import { StoreError } from "../storage/store-errors.ts";
 import type { WriteHealth, WriteProblem } from "../storage/write-health.ts";
 import { createDocsPage, DOCS_PATHS } from "./docs-page.ts";
 
@@ -40,8 +41,9 @@ function notReady(problem: WriteProblem): ApiError {
 /**
  * Ready when the database answers, every migration this build knows is applied, and writes
  * succeed: a load balancer must not send writes to an instance whose disk is full or whose writes
- * wait on a lock. After a failed write, readiness probes with a real write (see WriteHealth), so
- * an instance taken out of rotation comes back once writes succeed again.
+ * wait on a lock. After a failed write (or PostgreSQL's circuit opening), readiness probes with a
+ * real write (see WriteHealth and each store's probeWrite), so an instance taken out of rotation
+ * comes back once writes succeed again. While PostgreSQL's circuit is open, the ping fails at once.
  */
 async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined, ctx: Koa.Context): Promise<void> {
   let migrations;
@@ -49,6 +51,10 @@ async function readiness(store: PlantStore, writeHealth: WriteHealth | undefined
     await store.ping();
     migrations = await store.migrations?.();
   } catch (error) {
+    // A database that answers but is held up is not a network problem: say so, so nobody looks at the network.
+    if (error instanceof StoreError && error.kind !== "unavailable") {
+      throw storeFailureAnswer(error.kind, { cause: error });
+    }
     throw new ApiError("UNAVAILABLE", "the database is not reachable", { cause: error });
   }
   if (migrations !== undefined && migrations.applied < migrations.known) {

@@ -30,7 +30,10 @@ function manualClock() {
 
 const failing = () => Promise.reject(new Error("Command timed out"));
 
-function breakerWith(probe: () => Promise<unknown>, extra: { isFailure?: (error: unknown) => boolean } = {}) {
+function breakerWith(
+  probe: () => Promise<unknown>,
+  extra: { isFailure?: (error: unknown) => boolean; failureThreshold?: number } = {},
+) {
   const clock = manualClock();
   const breaker = new CircuitBreaker({
     dependency: "Redis",
@@ -125,5 +128,65 @@ describe("CircuitBreaker", () => {
     await clock.advance(10_000);
     expect(probes).toBe(1);
     expect(clock.pending()).toBe(0);
+  });
+
+  it("starts a probe every interval even while an earlier one still hangs, so recovery is seen at the next one", async () => {
+    let answer: "hang" | "ok" = "hang";
+    let probes = 0;
+    const clock = manualClock();
+    const breaker = new CircuitBreaker({
+      dependency: "PostgreSQL",
+      failureThreshold: 1,
+      probe: () => {
+        probes++;
+        return answer === "hang" ? new Promise(() => undefined) : Promise.resolve();
+      },
+      probeIntervalMs: 500,
+      // Longer than the interval: a sequential prober would wait this out before trying again.
+      probeTimeoutMs: 1_000,
+      schedule: clock.schedule,
+    });
+    await expect(breaker.call(failing)).rejects.toThrow();
+    await clock.advance(500);
+    expect(probes).toBe(1);
+    answer = "ok";
+    await clock.advance(500);
+    expect(probes).toBe(2);
+    expect(breaker.state).toBe("closed");
+    // Closed: the hung probe's timeout and the next probe are cancelled.
+    expect(clock.pending()).toBe(0);
+  });
+
+  it("lets a call that started before it opened settle with its own outcome; that success does not close it", async () => {
+    const { breaker } = breakerWith(() => new Promise(() => undefined));
+    let finish!: (value: string) => void;
+    const inFlight = breaker.call(() => new Promise<string>((resolve) => (finish = resolve)));
+    for (let i = 0; i < 3; i++) await expect(breaker.call(failing)).rejects.toThrow("Command timed out");
+    expect(breaker.state).toBe("open");
+    finish("committed");
+    await expect(inFlight).resolves.toBe("committed");
+    expect(breaker.state).toBe("open");
+  });
+
+  it("opens at once on trip(), with its cause, and probes as after failures", async () => {
+    let probes = 0;
+    const { breaker, clock } = breakerWith(() => {
+      probes++;
+      return Promise.resolve();
+    });
+    const causes: unknown[] = [];
+    breaker.onStateChange((_, cause) => causes.push(cause));
+    const stalled = new Error("stalled");
+    breaker.trip(stalled);
+    expect(breaker.state).toBe("open");
+    await expect(breaker.call(() => Promise.resolve())).rejects.toBeInstanceOf(CircuitOpenError);
+    await clock.advance(1_000);
+    expect(probes).toBe(1);
+    expect(breaker.state).toBe("closed");
+    expect(causes).toEqual([stalled, undefined]);
+  });
+
+  it("refuses a threshold below one", () => {
+    expect(() => breakerWith(() => Promise.resolve(), { failureThreshold: 0 })).toThrow(RangeError);
   });
 });

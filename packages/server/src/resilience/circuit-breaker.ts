@@ -30,7 +30,11 @@ export type CircuitBreakerOptions = {
   failureThreshold: number;
   /** Asks the dependency whether it answers again (a PING, a `SELECT 1`); resolving closes the circuit. */
   probe: () => Promise<unknown>;
-  /** Pause before each probe while the circuit is open. */
+  /**
+   * While the circuit is open, a probe starts this often, whether or not the last one has settled:
+   * a probe stuck on a connection opened during the outage must not delay noticing the recovery
+   * by its whole timeout.
+   */
   probeIntervalMs: number;
   /** A probe still unsettled after this long counts as failed, so a hung probe cannot stall recovery. */
   probeTimeoutMs: number;
@@ -45,9 +49,14 @@ export type CircuitBreakerOptions = {
 
 /**
  * A circuit breaker for a dependency that can hang rather than refuse: after `failureThreshold`
- * consecutive failures, `call` throws CircuitOpenError at once, so callers fall back (or fail
- * fast) without waiting a timeout each; a background probe every `probeIntervalMs` closes it
- * again as soon as the dependency answers.
+ * consecutive failures (or a `trip()` by whoever sees it hang sooner), `call` throws
+ * CircuitOpenError at once, so callers fall back (or fail fast) without waiting a timeout each; a
+ * background probe every `probeIntervalMs` closes it again as soon as the dependency answers.
+ * Calls already running when it opens settle with their own outcome; their success does not close
+ * it (an answer to a question asked before the outage says little about now).
+ *
+ * The one breaker of the server: Redis (rate limits, ../rate-limit/redis.ts) and PostgreSQL
+ * (./postgres-breaker.ts, which adds the stalled-statement trip on top) both use it.
  *
  * Hand-written (about 100 lines) rather than taken from opossum or cockatiel, because both close
  * the circuit through a half-open trial that is a caller's own call: while the dependency is still
@@ -63,9 +72,12 @@ export class CircuitBreaker {
   #state: CircuitState = "closed";
   #failures = 0;
   #cancelProbe: (() => void) | undefined;
+  // The timeouts of probes still unsettled (several may be, see probeIntervalMs).
+  readonly #probeTimeouts = new Set<() => void>();
   #stopped = false;
 
   constructor(options: CircuitBreakerOptions) {
+    if (!(options.failureThreshold >= 1)) throw new RangeError("failureThreshold must be at least 1");
     this.#options = { schedule: realSchedule, ...options };
   }
 
@@ -87,20 +99,30 @@ export class CircuitBreaker {
     if (this.#state === "open") throw new CircuitOpenError(this.#options.dependency);
     try {
       const result = await fn();
-      this.#failures = 0;
+      // Calls that were already waiting when the circuit opened succeed late: only a probe closes it.
+      if (this.#state === "closed") this.#failures = 0;
       return result;
     } catch (error) {
       if (this.#options.isFailure?.(error) ?? true) this.#failed(error);
-      else this.#failures = 0;
+      else if (this.#state === "closed") this.#failures = 0;
       throw error;
     }
+  }
+
+  /**
+   * Opens the circuit now, with `cause` as the reason, for a caller that knows the dependency is
+   * gone before the failures add up (PostgreSQL: a statement stalled and a probe got no answer).
+   * Nothing happens while it is open already or after `stop()`.
+   */
+  trip(cause: unknown): void {
+    if (this.#state === "open" || this.#stopped) return;
+    this.#open(cause);
   }
 
   /** Stops probing (at shutdown); the state stays as it is. */
   stop(): void {
     this.#stopped = true;
-    this.#cancelProbe?.();
-    this.#cancelProbe = undefined;
+    this.#stopProbing();
   }
 
   #failed(error: unknown): void {
@@ -108,17 +130,31 @@ export class CircuitBreaker {
     if (this.#state === "open") return;
     this.#failures++;
     if (this.#failures < this.#options.failureThreshold) return;
-    this.#change("open", error);
+    this.#open(error);
+  }
+
+  #open(cause: unknown): void {
+    this.#change("open", cause);
     this.#scheduleProbe();
   }
 
   #scheduleProbe(): void {
     if (this.#stopped) return;
-    this.#cancelProbe = this.#options.schedule(() => void this.#probe(), this.#options.probeIntervalMs);
+    this.#cancelProbe = this.#options.schedule(() => {
+      // The next one is due an interval after this one starts, however long this one takes.
+      this.#scheduleProbe();
+      void this.#probe();
+    }, this.#options.probeIntervalMs);
+  }
+
+  #stopProbing(): void {
+    this.#cancelProbe?.();
+    this.#cancelProbe = undefined;
+    for (const cancel of this.#probeTimeouts) cancel();
+    this.#probeTimeouts.clear();
   }
 
   async #probe(): Promise<void> {
-    this.#cancelProbe = undefined;
     let cancelTimeout: (() => void) | undefined;
     try {
       await Promise.race([
@@ -128,15 +164,19 @@ export class CircuitBreaker {
             () => reject(new Error("probe timed out")),
             this.#options.probeTimeoutMs,
           );
+          this.#probeTimeouts.add(cancelTimeout);
         }),
       ]);
     } catch {
-      this.#scheduleProbe();
       return;
     } finally {
-      cancelTimeout?.();
+      if (cancelTimeout !== undefined) {
+        cancelTimeout();
+        this.#probeTimeouts.delete(cancelTimeout);
+      }
     }
-    if (this.#stopped) return;
+    if (this.#stopped || this.#state === "closed") return;
+    this.#stopProbing();
     this.#failures = 0;
     this.#change("closed", undefined);
   }

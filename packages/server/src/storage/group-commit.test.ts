@@ -80,4 +80,18 @@ describe("GroupCommit", () => {
     await Promise.all(rest);
     await closed;
   });
+
+  it("failQueued rejects the writes not yet sent and leaves the batch in flight its own outcome", async () => {
+    const { group, started, finish, submit } = harness({ maxBatchesInFlight: 1 });
+    const sent = submit(0, 2);
+    await turn();
+    const queued = submit(2, 2);
+    await turn();
+    group.failQueued(new Error("the database is not reachable"));
+    for (const write of queued) await expect(write).rejects.toThrow("not reachable");
+    finish[0]!();
+    expect(await Promise.all(sent)).toEqual([0, 1]);
+    await turn();
+    expect(started).toEqual([[0, 1]]);
+  });
 });

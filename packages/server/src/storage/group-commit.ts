@@ -96,6 +96,15 @@ export class GroupCommit<Op, R> {
     }
   }
 
+  /**
+   * Rejects every write still queued (none of them sent, so none stored) with `error`: for when
+   * the backend knows its next commit cannot succeed, so they need not wait for a slot first.
+   */
+  failQueued(error: Error): void {
+    for (const item of this.#queue.splice(0)) item.reject(error);
+    if (this.#inFlight === 0) for (const done of this.#drained.splice(0)) done();
+  }
+
   /** Whether another batch may start now: none in flight, or a queue worth a parallel commit. */
   #mayStart(): boolean {
     if (this.#inFlight >= this.#maxInFlight || this.#queue.length === 0) return false;

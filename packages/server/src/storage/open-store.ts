@@ -11,6 +11,7 @@ import { PostgresStore } from "./postgres/postgres-store.ts";
 import { PostgresTokenStore } from "./postgres/token-store.ts";
 import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
 import type { TokenStore } from "./token-store.ts";
+import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
 
 export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */
@@ -22,6 +23,8 @@ export type OpenStoreOptions = {
   writeHealth?: WriteHealth;
   /** PostgreSQL pool settings; defaults in DEFAULT_POSTGRES_SETTINGS. */
   postgres?: Partial<Omit<PostgresSettings, "url">>;
+  /** PostgreSQL's circuit breaker; defaults in DEFAULT_POSTGRES_BREAKER. */
+  postgresBreaker?: Partial<PostgresBreakerSettings>;
 };
 
 const USAGE = "use sqlite:<path>, sqlite::memory: or postgres://user@host:port/database";
@@ -49,6 +52,7 @@ export async function openStore(
     return PostgresStore.open({
       ...postgresSettings(databaseUrl, options),
       onCommit: options.onCommit,
+      breaker: options.postgresBreaker,
       writeHealth: options.writeHealth,
     });
   }

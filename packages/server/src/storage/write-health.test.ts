@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StoreError } from "./store-errors.ts";
+import { StoreError, StoreUnavailableError } from "./store-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 
 /** The rule alone, on a clock the test moves; what the stores report is tested through HTTP (test/sqlite/). */
@@ -29,6 +29,16 @@ describe("WriteHealth", () => {
     expect(writes.problem()).toEqual({ kind: "full" });
     writes.begin()();
     expect(writes.problem()).toBeUndefined();
+  });
+
+  it("is unhealthy at once when told writes fail without one tried (a circuit opened), until a probe succeeds", async () => {
+    const { writes } = health();
+    writes.fail(new StoreUnavailableError("the database is not reachable: the circuit is open"));
+    expect(writes.problem()).toEqual({ kind: "unavailable" });
+    await expect(writes.check(() => Promise.reject(new StoreUnavailableError("still open")))).resolves.toEqual({
+      kind: "unavailable",
+    });
+    await expect(writes.check(() => Promise.resolve())).resolves.toBeUndefined();
   });
 
   it("probes with a write after a failure, shares one probe among callers, and recovers when it succeeds", async () => {

@@ -47,6 +47,14 @@ export class WriteHealth {
     };
   }
 
+  /**
+   * Writes are known to fail without one being tried (PostgreSQL's circuit opened): unhealthy at
+   * once, until a write or a probe succeeds.
+   */
+  fail(error: StoreError): void {
+    this.#failure = error.kind;
+  }
+
   /** What is wrong with writes right now, without probing. */
   problem(): WriteProblem | undefined {
     if (this.#failure !== undefined) return { kind: this.#failure };

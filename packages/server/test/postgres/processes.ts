@@ -69,7 +69,14 @@ export function runBin(args: string[], env: Record<string, string>): Promise<{ c
   });
 }
 
-export type Answer = { status: number; text: string; ms: number };
+export type Answer = {
+  status: number;
+  text: string;
+  ms: number;
+  /** When the request was sent (Date.now()). */
+  startedAt: number;
+  retryAfter?: string | undefined;
+};
 
 /**
  * POST /plants over a keep-alive agent; a network failure is status 0. Rejects when an answer
@@ -113,13 +120,16 @@ export function postPlant(
             reject(error);
             return;
           }
-          resolve({ status, text, ms: Date.now() - started });
+          const retryAfter = res.headers["retry-after"];
+          resolve({ status, text, ms: Date.now() - started, startedAt: started, retryAfter });
         });
-        res.on("error", () => resolve({ status: 0, text, ms: Date.now() - started }));
+        res.on("error", () => resolve({ status: 0, text, ms: Date.now() - started, startedAt: started }));
       },
     );
     req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", (error) => resolve({ status: 0, text: error.message, ms: Date.now() - started }));
+    req.on("error", (error) =>
+      resolve({ status: 0, text: error.message, ms: Date.now() - started, startedAt: started }),
+    );
     req.end(body);
   });
 }

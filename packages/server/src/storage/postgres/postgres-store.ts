@@ -16,8 +16,20 @@ import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-qu
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
 import { migratePostgres } from "./migrations.ts";
-import { asStoreError, createPostgresPool, isBrokenConnection, query, type PostgresSettings } from "./pool.ts";
+import {
+  asStoreError,
+  createPostgresPool,
+  inTransaction,
+  isBrokenConnection,
+  query,
+  type PostgresSettings,
+} from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
+import {
+  DEFAULT_POSTGRES_BREAKER,
+  PostgresBreaker,
+  type PostgresBreakerSettings,
+} from "../../resilience/postgres-breaker.ts";
 
 export type PostgresStoreOptions = PostgresSettings & {
   /** Most creations one statement carries; the rest wait for the next one. */
@@ -28,6 +40,8 @@ export type PostgresStoreOptions = PostgresSettings & {
   onCommit?: (batchSize: number, commitMs: number) => void;
   /** Apply pending migrations before serving (default true). */
   migrate?: boolean;
+  /** The circuit breaker every statement of this store goes through (DEFAULT_POSTGRES_BREAKER). */
+  breaker?: Partial<PostgresBreakerSettings>;
   /** Told how each batch of creations went, for readiness. */
   writeHealth?: WriteHealth | undefined;
 };
@@ -86,6 +100,7 @@ const MAX_SETTLE_ROUNDS = 8;
  */
 export class PostgresStore implements PlantStore, WebhookQueue {
   readonly #pool: Pool;
+  readonly #breaker: PostgresBreaker;
   readonly #webhooks: PostgresWebhookQueue;
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
@@ -94,6 +109,20 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    const breaker = { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker };
+    this.#breaker = new PostgresBreaker(options, {
+      ...breaker,
+      onStateChange: (state, reason) => {
+        if (state === "open") {
+          const error = this.#breaker.openError();
+          // Creations queued behind batches that hang on the silent database go at once: none was sent.
+          this.#creations.failQueued(error);
+          // Readiness says so at once, and stays 503 until a write or its probe succeeds again.
+          options.writeHealth?.fail(error);
+        }
+        breaker.onStateChange?.(state, reason);
+      },
+    });
     this.#webhooks = new PostgresWebhookQueue(pool);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
@@ -120,6 +149,9 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   create(plant: NewPlant): Promise<CreateOutcome> {
+    // Not even queued while the circuit is open: batches hung on the silent database may hold
+    // every slot, and a queued creation would wait for their timeouts.
+    if (this.#breaker.state === "open") return Promise.reject(this.#breaker.openError());
     return this.#creations.submit(plantRow(plant));
   }
 
@@ -127,7 +159,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     const started = performance.now();
     let stored: Map<bigint, Stored & { created: boolean }>;
     try {
-      stored = await this.#settle(plants);
+      // A batch already past this point when the circuit opens still gets its own outcome.
+      stored = await this.#breaker.call(() => this.#settle(plants));
     } catch (error) {
       // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.
       throw asStoreError(error);
@@ -231,14 +264,18 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     this.#refuseWhenClosed();
-    const rows = await query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete");
+    const rows = await this.#breaker.call(() =>
+      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+    );
     return rows.length === 1 ? "deleted" : "not_found";
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
     this.#refuseWhenClosed();
-    const rows = await this.#withRetry(() =>
-      query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
+    const rows = await this.#breaker.call(() =>
+      this.#withRetry(() =>
+        query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
+      ),
     );
     const row = rows[0];
     return row === undefined ? undefined : plantFromRow(row);
@@ -259,45 +296,58 @@ export class PostgresStore implements PlantStore, WebhookQueue {
               "SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3",
               [tag, after, limit],
             ];
-    const rows = await this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name));
+    const rows = await this.#breaker.call(() => this.#withRetry(() => query<PlantRow>(this.#pool, text, values, name)));
     return rows.map(plantFromRow);
   }
 
   async ping(): Promise<void> {
     this.#refuseWhenClosed();
-    await query(this.#pool, "SELECT 1");
+    await this.#breaker.call(() => query(this.#pool, "SELECT 1"));
   }
 
-  /** A one-row write (the write_probe table): proves writes commit, for readiness after a failure. */
+  /**
+   * A one-row write (the write_probe table) that first takes the lock every write of a plant takes,
+   * without waiting for it (`NOWAIT`): proves writes commit, for readiness after a failed write.
+   * A `LOCK TABLE plants IN ACCESS EXCLUSIVE MODE` held elsewhere fails it at once as busy, so an
+   * instance stays out of rotation while its writes would wait on that lock, and comes back as soon
+   * as it is released. Row locks on single ids are not seen, nor should they be: they hold up those
+   * ids only. Through the breaker: while the circuit is open it fails at once.
+   */
   async probeWrite(): Promise<void> {
     this.#refuseWhenClosed();
-    await query(
-      this.#pool,
-      "INSERT INTO write_probe (id, probed_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
-      [Date.now()],
+    await this.#breaker.call(() =>
+      inTransaction(this.#pool, async (client) => {
+        await client.query("LOCK TABLE plants IN ROW EXCLUSIVE MODE NOWAIT");
+        await client.query(
+          "INSERT INTO write_probe (id, probed_at) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+          [Date.now()],
+        );
+      }),
     );
   }
 
   async migrations(): Promise<MigrationStatus> {
     this.#refuseWhenClosed();
-    const [row] = await query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations");
+    const [row] = await this.#breaker.call(() =>
+      query<{ n: bigint }>(this.#pool, "SELECT count(*) AS n FROM schema_migrations"),
+    );
     return migrationStatus(row?.n ?? 0);
   }
 
   hasDueDeliveries(now: number): Promise<boolean> {
-    return this.#webhooks.hasDueDeliveries(now);
+    return this.#breaker.call(() => this.#webhooks.hasDueDeliveries(now));
   }
 
   claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {
-    return this.#webhooks.claimDeliveries(options);
+    return this.#breaker.call(() => this.#webhooks.claimDeliveries(options));
   }
 
   recordAttempt(attempt: AttemptRecord): Promise<void> {
-    return this.#webhooks.recordAttempt(attempt);
+    return this.#breaker.call(() => this.#webhooks.recordAttempt(attempt));
   }
 
   webhookBacklog(): Promise<number> {
-    return this.#webhooks.webhookBacklog();
+    return this.#breaker.call(() => this.#webhooks.webhookBacklog());
   }
 
   onEvents(listener: () => void): void {
@@ -312,6 +362,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async close(): Promise<void> {
     if (this.#creations.closed) return;
     await this.#creations.close();
+    this.#breaker.dispose();
     await this.#pool.end();
   }
 }

@@ -49,8 +49,8 @@ export class PostgresBreaker {
   readonly #probe: () => Promise<void>;
   readonly #probeIntervalMs: number;
   readonly #stallMs: number;
-  // When each running statement started, for the stall check.
-  readonly #running = new Set<{ started: number }>();
+  // When each running statement started, for the stall check; `abandon` answers its caller early.
+  readonly #running = new Set<Running>();
   readonly #stallTimer: NodeJS.Timeout;
   #stallProbe: Promise<void> | undefined;
   #liveness: Promise<boolean> | undefined;
@@ -71,9 +71,12 @@ export class PostgresBreaker {
       ...(settings.schedule === undefined ? {} : { schedule: settings.schedule }),
     });
     const { onStateChange } = settings;
-    if (onStateChange !== undefined) {
-      this.#core.onStateChange((state, cause) => onStateChange(state, { stalled: cause instanceof StalledError }));
-    }
+    this.#core.onStateChange((state, cause) => {
+      // Statements hung on the silent database would hold their callers for the full timeouts:
+      // they are answered now instead. Only ever with an error, so nothing unstored is acknowledged.
+      if (state === "open") for (const running of this.#running) running.abandon(this.openError(cause));
+      onStateChange?.(state, { stalled: cause instanceof StalledError });
+    });
     this.#stallTimer = setInterval(() => this.#checkStall(), Math.max(10, this.#stallMs / 4));
     this.#stallTimer.unref();
   }
@@ -90,14 +93,21 @@ export class PostgresBreaker {
     );
   }
 
-  /** Runs `fn` (which throws store errors) unless the circuit is open. */
+  /**
+   * Runs `fn` (which throws store errors) unless the circuit is open. A call still running when the
+   * circuit opens is answered at once with the open circuit's error; its statement goes on until
+   * its own timeout, and whatever it did is only ever reported as a failure (a 503 never claims a
+   * write did not happen: a retried creation is answered as a replay).
+   */
   async call<T>(fn: () => Promise<T>): Promise<T> {
-    const running = { started: Date.now() };
+    let abandon: (error: unknown) => void = () => undefined;
+    const abandoned = new Promise<never>((_, reject) => (abandon = reject));
+    const running: Running = { started: Date.now(), abandon };
     try {
       return await this.#core.call(async () => {
         this.#running.add(running);
         try {
-          return await fn();
+          return await Promise.race([fn(), abandoned]);
         } catch (error) {
           throw await this.#reclassified(error);
         } finally {
@@ -158,6 +168,8 @@ export class PostgresBreaker {
     return this.#liveness;
   }
 }
+
+type Running = { started: number; abandon: (error: unknown) => void };
 
 /** Why the stall check tripped the circuit. */
 class StalledError extends Error {

@@ -20,12 +20,17 @@ afterEach(async () => {
 function startLoad(server: ServerProcess, clients = 12) {
   const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const answers: Array<{ id: number; answer: Answer }> = [];
+  // When each request still waiting for its answer was sent.
+  const waiting = new Set<{ sent: number }>();
   let nextId = 1;
   let running = true;
   const client = async () => {
     while (running) {
       const id = nextId++;
+      const sent = { sent: Date.now() };
+      waiting.add(sent);
       const answer = await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"p${id}"}`);
+      waiting.delete(sent);
       answers.push({ id, answer });
       // Pacing, not waiting for a state: a real client does not retry in a tight loop, and a few
       // hundred refusals a second are plenty to measure.
@@ -35,6 +40,8 @@ function startLoad(server: ServerProcess, clients = 12) {
   const done = Promise.all(Array.from({ length: clients }, client));
   return {
     answers,
+    /** Whether a request sent before `time` is still waiting for its answer. */
+    waitingSince: (time: number) => [...waiting].some(({ sent }) => sent < time),
     async stop() {
       running = false;
       await done;
@@ -133,5 +140,43 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     expect(server.output()).toContain("PostgreSQL circuit open");
     expect(server.output()).toContain("PostgreSQL circuit closed");
     expect(server.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it("answers the requests caught in flight by the freeze once the circuit opens, not after the query timeout", async () => {
+    // The default timeouts: a statement hung on the silent database would hold its caller 10 s + 1 s.
+    const queryTimeoutMs = 10_000;
+    const { proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
+    const server = await startServerProcess({
+      DATABASE_URL: url,
+      PLANTSTORE_TOKENS: TOKEN,
+      PLANTSTORE_METRICS: "token",
+      PLANTSTORE_PG_POOL_SIZE: "6",
+      PLANTSTORE_PG_CONNECT_TIMEOUT_MS: "5000",
+      PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(queryTimeoutMs),
+    });
+    cleanups.push(() => server.stop());
+    const load = startLoad(server);
+    try {
+      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
+      proxy.freeze();
+      const frozenAt = Date.now();
+      // A statement running 2 s makes the breaker probe; no answer within 1 s opens the circuit,
+      // and the callers of the hung statements are answered then (about 3.5 s after the freeze).
+      await until(
+        () => !load.waitingSince(frozenAt),
+        queryTimeoutMs / 2,
+        "answers to the requests sent before the freeze",
+      );
+      expect(Date.now() - frozenAt).toBeLessThan(queryTimeoutMs / 2);
+      expect(await circuitOpen(server)).toBe(true);
+      const caught = load.answers.filter((a) => a.answer.startedAt < frozenAt && a.answer.status !== 200);
+      expect(caught.length).toBeGreaterThan(0);
+      for (const { answer } of caught)
+        expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+    } finally {
+      proxy.pass();
+      await load.stop();
+    }
   }, 60_000);
 });

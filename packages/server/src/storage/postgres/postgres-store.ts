@@ -159,7 +159,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     const started = performance.now();
     let stored: Map<bigint, Stored & { created: boolean }>;
     try {
-      // A batch already past this point when the circuit opens still gets its own outcome.
+      // A batch still running when the circuit opens is answered with the open circuit's error (see PostgresBreaker.call).
       stored = await this.#breaker.call(() => this.#settle(plants));
     } catch (error) {
       // Whether the batch committed is unknown (or it did not): every caller gets a StoreError.

@@ -68,12 +68,14 @@ describe("PostgresBreaker on the shared CircuitBreaker", () => {
     await slow;
     // A statement that hangs while the probe gets no answer: gone.
     probeAnswers = false;
-    void b.call(() => new Promise<void>(() => {}));
+    // Its caller is answered when the circuit opens, not when (if ever) the statement ends.
+    const hung = expect(b.call(() => new Promise<void>(() => {}))).rejects.toThrow(/circuit is open/);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(b.state).toBe("closed");
     await vi.advanceTimersByTimeAsync(1_500);
     expect(b.state).toBe("open");
     expect(changes).toEqual([["open", { stalled: true }]]);
+    await hung;
     await expect(b.call(() => Promise.resolve())).rejects.toThrow(/circuit is open/);
     // The probe every 500 ms closes it once the database answers again.
     probeAnswers = true;

@@ -1,7 +1,6 @@
-import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawRequest } from "../harness.ts";
-import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
+import { startCreationLoad, startServerProcess, until, type ServerProcess } from "./processes.ts";
 import { databaseBehindProxy } from "./database-behind-proxy.ts";
 
 const TOKEN = "breaker-token-0123456789abcdefghijklmn";
@@ -15,40 +14,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Creations with fresh ids from `clients` concurrent callers until stopped; every answer kept. */
-function startLoad(server: ServerProcess, clients = 12) {
-  const agent = new Agent({ keepAlive: true, maxSockets: clients });
-  const answers: Array<{ id: number; answer: Answer }> = [];
-  // When each request still waiting for its answer was sent.
-  const waiting = new Set<{ sent: number }>();
-  let nextId = 1;
-  let running = true;
-  const client = async () => {
-    while (running) {
-      const id = nextId++;
-      const sent = { sent: Date.now() };
-      waiting.add(sent);
-      const answer = await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"p${id}"}`);
-      waiting.delete(sent);
-      answers.push({ id, answer });
-      // Pacing, not waiting for a state: a real client does not retry in a tight loop, and a few
-      // hundred refusals a second are plenty to measure.
-      if (answer.status !== 200) await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  const done = Promise.all(Array.from({ length: clients }, client));
-  return {
-    answers,
-    /** Whether a request sent before `time` is still waiting for its answer. */
-    waitingSince: (time: number) => [...waiting].some(({ sent }) => sent < time),
-    async stop() {
-      running = false;
-      await done;
-      agent.destroy();
-    },
-  };
-}
 
 async function circuitOpen(server: ServerProcess): Promise<boolean> {
   const metrics = await rawRequest(server.url, {
@@ -79,7 +44,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     });
     cleanups.push(() => server.stop());
     expect(await circuitOpen(server)).toBe(false);
-    const load = startLoad(server);
+    const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
     let openAt = 0;
     let thawedAt = 0;
     try {
@@ -156,7 +121,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
       PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(queryTimeoutMs),
     });
     cleanups.push(() => server.stop());
-    const load = startLoad(server);
+    const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
     try {
       await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
       proxy.freeze();

@@ -1,47 +1,20 @@
-import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawRequest } from "../harness.ts";
 import { databaseBehindProxy } from "./database-behind-proxy.ts";
-import { postPlant, startServerProcess, until, type ServerProcess } from "./processes.ts";
+import { startCreationLoad, startServerProcess, until, type CreationLoad } from "./processes.ts";
 
 const TOKEN = "outage-log-token-0123456789abcdefghijk";
 // How many failed requests the outage lasts for: enough that a line per request would be obvious.
 const FAILURES = Number(process.env["PLANTSTORE_TEST_OUTAGE_FAILURES"] ?? 600);
 const CLIENTS = 32;
 
+const ok = (load: CreationLoad) => load.answers.filter(({ answer }) => answer.status === 200).length;
+const failed = (load: CreationLoad) => load.answers.length - ok(load);
+
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** `clients` concurrent creators with fresh ids until stopped; counts answers by status. */
-function startLoad(server: ServerProcess, clients: number) {
-  const agent = new Agent({ keepAlive: true, maxSockets: clients });
-  const counts = { ok: 0, failed: 0 };
-  let nextId = 1;
-  let running = true;
-  const client = async () => {
-    while (running) {
-      const id = nextId++;
-      const answer = await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"p${id}"}`);
-      if (answer.status === 200) counts.ok++;
-      else {
-        counts.failed++;
-        // A client retries after a pause, not in a tight loop (and the machine is shared).
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    }
-  };
-  const done = Promise.all(Array.from({ length: clients }, client));
-  return {
-    counts,
-    async stop() {
-      running = false;
-      await done;
-      agent.destroy();
-    },
-  };
-}
 
 describe("the log during a PostgreSQL outage under load", () => {
   it("writes a few error lines per kind of failure, not one (with three stacks) per failed request", async () => {
@@ -55,14 +28,14 @@ describe("the log during a PostgreSQL outage under load", () => {
       PLANTSTORE_PG_QUERY_TIMEOUT_MS: "2000",
     });
     cleanups.push(() => server.stop());
-    const load = startLoad(server, CLIENTS);
+    const load = startCreationLoad(server, TOKEN, { clients: CLIENTS, retryPauseMs: 10 });
     let outageLog: string;
     try {
-      await until(() => load.counts.ok >= 100, 20_000, "some 200s before the outage");
+      await until(() => ok(load) >= 100, 20_000, "some 200s before the outage");
       const before = server.output().length;
-      const failedBefore = load.counts.failed;
+      const failedBefore = failed(load);
       proxy.refuse();
-      await until(() => load.counts.failed - failedBefore >= FAILURES, 120_000, `${FAILURES} failed requests`);
+      await until(() => failed(load) - failedBefore >= FAILURES, 120_000, `${FAILURES} failed requests`);
       proxy.pass();
       await until(
         async () => (await rawRequest(server.url, { method: "GET", path: "/readyz" })).status === 200,
@@ -86,7 +59,7 @@ describe("the log during a PostgreSQL outage under load", () => {
     const errors = lines.filter(({ line }) => line.level >= 50);
     const requestFailed = errors.filter(({ line }) => line.msg.startsWith("request failed"));
     const errorBytes = errors.reduce((sum, { bytes }) => sum + bytes, 0);
-    const summary = `${requestFailed.length} "request failed" lines, ${errorBytes} bytes of error lines, for ${load.counts.failed} failed requests`;
+    const summary = `${requestFailed.length} "request failed" lines, ${errorBytes} bytes of error lines, for ${failed(load)} failed requests`;
     expect(requestFailed.length, summary).toBeGreaterThan(0);
     // A few kinds (refused, terminated, timed out), each at most one full line and one count per 10 s.
     expect(requestFailed.length, summary).toBeLessThanOrEqual(20);
@@ -97,7 +70,7 @@ describe("the log during a PostgreSQL outage under load", () => {
 
     // The outage's access lines (every one a 503) are bounded the same way, and their counts add up too.
     const unavailable = lines.filter(({ line }) => line.status === 503);
-    const accessSummary = `${unavailable.length} access lines for 503s, for ${load.counts.failed} failed requests`;
+    const accessSummary = `${unavailable.length} access lines for 503s, for ${failed(load)} failed requests`;
     expect(unavailable.length, accessSummary).toBeLessThanOrEqual(20);
     const answered = unavailable.reduce((sum, { line }) => sum + (line.repeats ?? 1), 0);
     expect(answered, accessSummary).toBeGreaterThanOrEqual(FAILURES);

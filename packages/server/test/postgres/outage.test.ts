@@ -2,7 +2,14 @@ import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest } from "../harness.ts";
 import { createTestDatabase, withAdminClient, type TestDatabase } from "../test-database.ts";
-import { postPlant, startServerProcess, until, type Answer, type ServerProcess } from "./processes.ts";
+import {
+  postPlant,
+  startCreationLoad,
+  startServerProcess,
+  until,
+  type Answer,
+  type ServerProcess,
+} from "./processes.ts";
 import { databaseBehindProxy } from "./database-behind-proxy.ts";
 
 const TOKEN = "outage-token-0123456789abcdefghijklmn";
@@ -19,35 +26,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/**
- * Creates plants with fresh ids from `clients` concurrent callers until stopped, remembering every
- * answer; the server process is the real built bin.
- */
-function startLoad(server: ServerProcess, clients = 12) {
-  const agent = new Agent({ keepAlive: true, maxSockets: clients });
-  const answers: Array<{ id: number; answer: Answer }> = [];
-  let nextId = 1;
-  let running = true;
-  const client = async () => {
-    while (running) {
-      const id = nextId++;
-      const answer = await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"p${id}"}`);
-      answers.push({ id, answer });
-      // A refused request is retried by a real client after a pause, not in a tight loop.
-      if (answer.status !== 200) await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  const done = Promise.all(Array.from({ length: clients }, client));
-  return {
-    answers,
-    async stop() {
-      running = false;
-      await done;
-      agent.destroy();
-    },
-  };
-}
 
 async function readyz(server: ServerProcess): Promise<number> {
   return (await rawRequest(server.url, { method: "GET", path: "/readyz" }).catch(() => ({ status: 0 }))).status;
@@ -88,7 +66,7 @@ describe("PostgreSQL connections terminated under load (pg_terminate_backend)", 
       PLANTSTORE_PG_POOL_SIZE: "6",
     });
     cleanups.push(() => server.stop());
-    const load = startLoad(server);
+    const load = startCreationLoad(server, TOKEN, { retryPauseMs: 50 });
     let terminated = 0;
     try {
       for (let round = 0; round < 5; round++) {
@@ -139,7 +117,7 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
     async (_label, fault) => {
       const { database, proxy, server } = await serverBehindProxy();
       expect(await readyz(server)).toBe(200);
-      const load = startLoad(server);
+      const load = startCreationLoad(server, TOKEN, { retryPauseMs: 50 });
       let recovered: number | undefined;
       try {
         await until(

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { request, type Agent } from "node:http";
+import { Agent, request } from "node:http";
 import { fileURLToPath } from "node:url";
 import { checkAnswer } from "@plantstore/test-support/response-contract";
 import { contractsAt } from "../harness.ts";
@@ -132,6 +132,52 @@ export function postPlant(
     );
     req.end(body);
   });
+}
+
+export type CreationLoad = {
+  /** Every answer so far, with the id it created. */
+  answers: Array<{ id: number; answer: Answer }>;
+  /** Whether a request sent before `time` is still waiting for its answer. */
+  waitingSince(time: number): boolean;
+  stop(): Promise<void>;
+};
+
+/**
+ * `clients` concurrent callers creating plants with fresh ids (1, 2, …) until stopped, every
+ * answer kept. A refused request is retried after `retryPauseMs`, as a real client would, not in a
+ * tight loop (and the machine is shared).
+ */
+export function startCreationLoad(
+  server: ServerProcess,
+  token: string,
+  { clients = 12, retryPauseMs }: { clients?: number; retryPauseMs: number },
+): CreationLoad {
+  const agent = new Agent({ keepAlive: true, maxSockets: clients });
+  const answers: CreationLoad["answers"] = [];
+  const waiting = new Set<{ sent: number }>();
+  let nextId = 1;
+  let running = true;
+  const client = async () => {
+    while (running) {
+      const id = nextId++;
+      const sent = { sent: Date.now() };
+      waiting.add(sent);
+      const answer = await postPlant(agent, server.url, token, `{"id":${id},"name":"p${id}"}`);
+      waiting.delete(sent);
+      answers.push({ id, answer });
+      if (answer.status !== 200) await new Promise((r) => setTimeout(r, retryPauseMs));
+    }
+  };
+  const done = Promise.all(Array.from({ length: clients }, client));
+  return {
+    answers,
+    waitingSince: (time) => [...waiting].some(({ sent }) => sent < time),
+    async stop() {
+      running = false;
+      await done;
+      agent.destroy();
+    },
+  };
 }
 
 export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

@@ -3,10 +3,10 @@ import { sharedConfig } from "../../vitest.shared.ts";
 
 /**
  * The behaviour suite runs once per storage backend (`pnpm test` = `test:sqlite` then
- * `test:postgres`), chosen by PLANTSTORE_TEST_BACKEND; see test/test-database.ts. Tests under
- * test/postgres/ (several processes on one database, outages) and the PostgreSQL store's own
- * unit tests need PostgreSQL, so they run in its pass only; SQLite's unit tests and test/sqlite/
- * (its disk filling up, its write lock held by another connection) in SQLite's.
+ * `test:postgres`), chosen by PLANTSTORE_TEST_BACKEND; see test/support/test-database.ts. Tests
+ * under test/storage/postgres/ (the PostgreSQL store, several processes on one database, outages)
+ * need PostgreSQL, so they run in its pass only; test/storage/sqlite/ (the SQLite store, its disk
+ * filling up) in SQLite's.
  */
 const postgres = process.env["PLANTSTORE_TEST_BACKEND"] === "postgres";
 
@@ -18,9 +18,11 @@ export default mergeConfig(
       exclude: [
         "**/node_modules/**",
         "**/dist/**",
-        ...(postgres ? ["src/storage/sqlite/**", "test/sqlite/**"] : ["test/postgres/**", "src/storage/postgres/**"]),
+        ...(postgres
+          ? ["src/storage/sqlite/**", "test/storage/sqlite/**"]
+          : ["src/storage/postgres/**", "test/storage/postgres/**"]),
       ],
-      globalSetup: postgres ? ["test/postgres-global-setup.ts"] : [],
+      globalSetup: postgres ? ["test/support/postgres-global-setup.ts"] : [],
     },
   }),
 );

@@ -11,7 +11,7 @@ import { compatibilityVerdict, findBreakingChanges, type ReleaseBump } from "./o
  * - `spec/openapi.snapshot.json`: the document the server serves now. A test fails when they
  *   differ, so every API change shows up in review as a diff of this file.
  * - `spec/openapi.released.json`: the document of the last release. Breaking changes against it
- *   need a pending major changeset (test/api-compatibility.test.ts); the release moves it.
+ *   need a pending major changeset (test/openapi/api-compatibility.test.ts); the release moves it.
  *
  *   pnpm --filter @plantstore/server openapi:snapshot   rewrite the snapshot, report breaking changes
  *   pnpm --filter @plantstore/server openapi:release    also make it the released baseline (release.sh)

@@ -5,7 +5,7 @@ import { seedDocument } from "./seed-document.ts";
 /**
  * Validates responses against an OpenAPI 3.1 document with a JSON Schema 2020-12 validator.
  * Used for both the seed interface and the served `/openapi.json`, on every response the
- * HTTP tests receive: the server's request helpers (packages/server/test/harness.ts, load.ts,
+ * HTTP tests receive: the server's request helpers (packages/server/test/support/harness.ts, load.ts,
  * raw-socket.ts), `checkedFetch` (client and e2e tests) and the CLI tests' proxy
  * (apps/cli/test/run-cli.ts).
  */

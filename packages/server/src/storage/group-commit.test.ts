@@ -4,7 +4,7 @@ import { GroupCommit, type CommittedBatch } from "./group-commit.ts";
 /**
  * The batching rule alone, with a commit the test finishes by hand: which writes travel together
  * and when a batch may start beside one in flight. What a real commit does is the store contract's
- * (store-contract.test.ts), run against both databases.
+ * (test/storage/store-contract.test.ts), run against both databases.
  */
 function harness(options: { maxBatchesInFlight: number; minOverlappingBatch?: number }) {
   const started: number[][] = [];

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StoreError, StoreUnavailableError } from "./store-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 
-/** The rule alone, on a clock the test moves; what the stores report is tested through HTTP (test/sqlite/). */
+/** The rule alone, on a clock the test moves; what the stores report is tested through HTTP (test/storage/sqlite/). */
 function health() {
   let now = 0;
   const writes = new WriteHealth({ stallMs: 1_000, now: () => now });

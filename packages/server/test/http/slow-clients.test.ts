@@ -1,0 +1,263 @@
+import { Agent, type Server } from "node:http";
+import { connect, type Socket } from "node:net";
+import { describe, expect, it } from "vitest";
+import { rawRequest, startTestServer, TOKEN } from "../support/harness.ts";
+import { postPlant, randomPlant } from "../support/load.ts";
+import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
+import { waitFor as until } from "../support/wait-for.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes `text` one byte at a time, `gapMs` apart, until done or the server closes the connection. */
+function trickle(client: RawClient, text: string, gapMs: number): void {
+  void (async () => {
+    for (const byte of text) {
+      if (client.socket.destroyed || client.socket.writableEnded) return;
+      client.write(byte);
+      await sleep(gapMs);
+    }
+  })();
+}
+
+const connectionCount = (server: Server) =>
+  new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+
+describe("slow and idle clients", () => {
+  it("a thousand idle or trickling connections do not stop service to others, and each is closed by its timeout", async () => {
+    await using server = await startTestServer({
+      headersTimeoutMs: 8_000,
+      requestTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 1_000,
+    });
+    const opened = Date.now();
+    // 400 that never send a byte, 300 that trickle their headers, 200 that trickle their body,
+    // 100 keep-alive connections left idle after one answer.
+    const silent = await Promise.all(Array.from({ length: 400 }, () => openRaw(server.port)));
+    const slowHeaders = await Promise.all(Array.from({ length: 300 }, () => openRaw(server.port)));
+    for (const client of slowHeaders) trickle(client, postHead(TOKEN, 20), 200);
+    const slowBodies = await Promise.all(Array.from({ length: 200 }, () => openRaw(server.port)));
+    for (const client of slowBodies) {
+      client.write(postHead(TOKEN, 40));
+      trickle(client, '{"id":1,"name":"slow-slow-slow-slow"} ', 250);
+    }
+    const idle = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const client = await openRaw(server.port);
+        client.write("GET /healthz HTTP/1.1\r\nHost: plantstore\r\n\r\n");
+        return client;
+      }),
+    );
+
+    // Meanwhile, others are served: 300 creations over 10 connections, every one exact.
+    const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+    const plants = Array.from({ length: 300 }, () => randomPlant());
+    const outcomes = [];
+    for (let i = 0; i < plants.length; i += 10) {
+      outcomes.push(...(await Promise.all(plants.slice(i, i + 10).map((p) => postPlant(server.url, TOKEN, agent, p)))));
+    }
+    agent.destroy();
+    for (const o of outcomes) expect(o).toMatchObject({ kind: "answered", status: 200, text: o.plant.answer });
+    // Service did not wait for those connections to be cleared: it was done before their timeouts,
+    // with every one of them still open.
+    expect(Date.now() - opened).toBeLessThan(8_000);
+    expect([...silent, ...slowHeaders, ...slowBodies].filter((c) => c.socket.destroyed)).toHaveLength(0);
+
+    // Then each kind is closed by its own bound, the first two with a 408 Error body.
+    await until(
+      () => idle.every((c) => c.socket.destroyed),
+      10_000,
+      () => "idle keep-alive connections closed",
+    );
+    for (const client of idle) expect(await client.closed).toEqual({ error: undefined });
+    const hostile = [...silent, ...slowHeaders, ...slowBodies];
+    await until(
+      () => hostile.every((c) => c.socket.destroyed),
+      20_000,
+      () => `every slow connection closed (${hostile.filter((c) => !c.socket.destroyed).length} open)`,
+    );
+    for (const client of [...slowHeaders, ...slowBodies]) {
+      const answers = client.answers();
+      expect(answers).toHaveLength(1);
+      expect(answers[0]!.status).toBe(408);
+      expect(JSON.parse(answers[0]!.body)).toEqual({ error: 40800, message: expect.any(String) });
+    }
+    for (const client of silent) {
+      // Nothing was sent, so there is no request to answer; Node's headers timeout still closes it (408).
+      expect(client.answers().every((a) => a.status === 408)).toBe(true);
+    }
+    expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
+  }, 90_000);
+
+  it("serves a slow but steady body that finishes within the request timeout", async () => {
+    await using server = await startTestServer({ headersTimeoutMs: 1_000, requestTimeoutMs: 4_000 });
+    const client = await openRaw(server.port);
+    const body = '{"id":77,"name":"patient"}';
+    client.write(postHead(TOKEN, body.length, "Connection: close\r\n"));
+    trickle(client, body, 60);
+    await client.closed;
+    expect(client.answers()).toMatchObject([{ status: 200, body: '{"name":"patient"}' }]);
+  });
+
+  it("closes a connection whose client stopped reading its answers", async () => {
+    await using server = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 300 });
+    const client = await openRaw(server.port);
+    client.socket.pause();
+    // Far more answer bytes than the socket buffers hold; the server must not wait forever.
+    const request = "GET /openapi.json HTTP/1.1\r\nHost: plantstore\r\n\r\n";
+    client.write(request.repeat(3_000));
+    let open = 1;
+    await until(
+      () => open === 0,
+      30_000,
+      () => "the stalled connection to be closed",
+      async () => {
+        open = await connectionCount(server.server);
+      },
+    );
+    // Closed by the stall bound (the request timeout, 300 ms, plus 5 s of no progress), well before `until` gives up.
+    client.socket.destroy();
+    expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
+  }, 45_000);
+
+  it("closes connections that pipeline requests and never read within the request timeout plus 5 s", async () => {
+    const requestTimeoutMs = 300;
+    await using server = await startTestServer({
+      headersTimeoutMs: requestTimeoutMs,
+      requestTimeoutMs,
+      maxConnections: 10,
+      // On a port of its own, so the gauge can be read while the API port is full.
+      metricsPort: 0,
+    });
+    const openConnections = async () => {
+      const metrics = await rawRequest(server.metricsUrl!, { method: "GET", path: "/metrics" });
+      return Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1]);
+    };
+    const healthz = () =>
+      rawRequest(server.url, { method: "GET", path: "/healthz", headers: { connection: "close" } }).then(
+        (answer) => answer.status,
+        () => 0,
+      );
+    // Six 1.7 MB answers per connection: more than loopback's socket buffers hold, so the server's
+    // writes really stall. Node parses all six at once and queues their answers behind the first.
+    const pipelined = "GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: plantstore\r\n\r\n".repeat(6);
+    // The harness's keep-alive connection would free a slot by itself when it idles out.
+    server.server.closeIdleConnections();
+    let before = -1;
+    await until(
+      () => before === 0,
+      5_000,
+      () => `the harness's connections to close (${before} open)`,
+      async () => {
+        before = await connectionCount(server.server);
+      },
+    );
+    const clients: RawClient[] = [];
+    const sent = Date.now();
+    for (let i = 0; i < 10; i++) {
+      const client = await openRaw(server.port);
+      client.socket.pause();
+      client.write(pipelined);
+      clients.push(client);
+    }
+    expect(await healthz()).toBe(503);
+    expect(await openConnections()).toBe(10);
+
+    const boundMs = requestTimeoutMs + 5_000;
+    let status = 0;
+    await until(
+      () => status === 200,
+      // The bound, plus what polling and the last check of the connections add.
+      boundMs + 1_000 - (Date.now() - sent),
+      () => `/healthz to answer 200 again within ${boundMs} ms (it answers ${status})`,
+      async () => {
+        status = await healthz();
+      },
+    );
+    expect(await openConnections()).toBeLessThanOrEqual(1);
+    for (const client of clients) client.socket.destroy();
+  }, 30_000);
+
+  it("keeps serving a client that reads slowly but steadily for longer than that bound", async () => {
+    const requestTimeoutMs = 300;
+    // 16 answers of 1.7 MB: far more than loopback's socket buffers hold.
+    const answers = 16;
+    await using server = await startTestServer({ headersTimeoutMs: requestTimeoutMs, requestTimeoutMs });
+    const path = "/docs/swagger-ui-bundle.js";
+    const bundleBytes = Number((await rawRequest(server.url, { method: "HEAD", path })).headers["content-length"]);
+    let serverSide: Socket | undefined;
+    server.server.once("connection", (socket: Socket) => (serverSide = socket));
+    const client = connect(server.port, "127.0.0.1");
+    // A reset would end the wait below with too few bytes taken, which the expectation reports.
+    client.on("error", () => undefined);
+    client.pause();
+    client.write(`GET ${path} HTTP/1.1\r\nHost: plantstore\r\n\r\n`.repeat(answers));
+    let taken = 0;
+    // At most one socket buffer's worth per tick: a few MB/s, so the server holds unsent bytes for
+    // longer than the stall bound while the client keeps taking them.
+    const reader = setInterval(() => (taken += (client.read() as Buffer | null)?.length ?? 0), 20);
+    let firstPending = 0;
+    let lastPending = 0;
+    try {
+      await until(
+        () => taken >= answers * bundleBytes || client.destroyed,
+        40_000,
+        () => `${answers} answers read (${taken} bytes so far)`,
+        async () => {
+          if ((serverSide?.writableLength ?? 0) === 0) return;
+          lastPending = Date.now();
+          firstPending ||= lastPending;
+        },
+      );
+    } finally {
+      clearInterval(reader);
+      client.destroy();
+    }
+    expect(taken).toBeGreaterThanOrEqual(answers * bundleBytes);
+    expect(lastPending - firstPending).toBeGreaterThan(requestTimeoutMs + 5_000);
+  }, 60_000);
+});
+
+describe("PLANTSTORE_MAX_CONNECTIONS", () => {
+  it("answers connections beyond the cap with 503 (50301) and Retry-After, and serves again once some close", async () => {
+    await using server = await startTestServer({ maxConnections: 20, metrics: "public" });
+    // Fill the server up (the harness already holds a keep-alive connection or so): the first
+    // connection past the cap is answered 503 at once, whatever it sends.
+    const held: RawClient[] = [];
+    let refused: RawClient | undefined;
+    while (refused === undefined && held.length < 30) {
+      const client = await openRaw(server.port);
+      await sleep(20);
+      if (client.received().length > 0) refused = client;
+      else held.push(client);
+    }
+    expect(refused, "a connection past the cap").toBeDefined();
+    expect(held.length).toBeLessThanOrEqual(20);
+    expect(held.length).toBeGreaterThanOrEqual(15);
+    // A refused client's request is never served, even when it arrives after the 503.
+    const unserved = randomPlant();
+    refused!.write(postHead(TOKEN, Buffer.byteLength(unserved.body)) + unserved.body);
+    await refused!.closed;
+    expect(await server.store.get(unserved.id)).toBeUndefined();
+    const [answer] = refused!.answers();
+    expect(answer).toMatchObject({
+      status: 503,
+      headers: { "retry-after": "1", "content-type": "application/json; charset=utf-8" },
+    });
+    expect(JSON.parse(answer!.body)).toEqual({ error: 50301, message: expect.any(String) });
+    for (const client of held.slice(0, 5)) client.socket.destroy();
+    await sleep(200);
+    const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { connection: "close" } });
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/^plantstore_http_connections_refused_total 1$/m);
+    expect(Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1])).toBeLessThanOrEqual(16);
+    const plant = randomPlant();
+    const created = await rawRequest(server.url, {
+      method: "POST",
+      path: "/plants",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", connection: "close" },
+      body: plant.body,
+    });
+    expect(created.status).toBe(200);
+    for (const client of held) client.socket.destroy();
+  });
+});

@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { rawRequest } from "../../support/harness.ts";
+import { startCreationLoad, startServerProcess, until, type ServerProcess } from "../../support/processes.ts";
+import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
+
+const TOKEN = "breaker-token-0123456789abcdefghijklmn";
+// Small timeouts so the circuit trips in about a second (with the defaults, 5 s: the connect
+// timeout, which is how long a request waits for a pooled connection while every one is stuck).
+const CONNECT_TIMEOUT_MS = 500;
+const QUERY_TIMEOUT_MS = 1_000;
+const FAILURES = 3;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function circuitOpen(server: ServerProcess): Promise<boolean> {
+  const metrics = await rawRequest(server.url, {
+    method: "GET",
+    path: "/metrics",
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  return /plantstore_dependency_circuit_open\{dependency="postgres"\} 1/.test(metrics.text);
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+describe("PostgreSQL frozen under load (silent, not refusing): the circuit breaker", () => {
+  it("answers 503 with Retry-After at once once open, serves 200 within 2 s of the thaw, and loses no answered plant", async () => {
+    const { database, proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
+    const server = await startServerProcess({
+      DATABASE_URL: url,
+      PLANTSTORE_TOKENS: TOKEN,
+      PLANTSTORE_METRICS: "token",
+      PLANTSTORE_PG_POOL_SIZE: "6",
+      PLANTSTORE_PG_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+      PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+      PLANTSTORE_PG_BREAKER_FAILURES: String(FAILURES),
+    });
+    cleanups.push(() => server.stop());
+    expect(await circuitOpen(server)).toBe(false);
+    const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
+    let openAt = 0;
+    let thawedAt = 0;
+    try {
+      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
+      proxy.freeze();
+      const frozenAt = Date.now();
+      await until(() => circuitOpen(server), 10_000, "the circuit to open");
+      openAt = Date.now();
+      // Connect timeout, then FAILURES of them: about a second here.
+      expect(openAt - frozenAt).toBeLessThan(QUERY_TIMEOUT_MS + 1_000 + CONNECT_TIMEOUT_MS + 2_000);
+      // Enough refusals to read a p99 from, all sent after the circuit was seen open.
+      await until(
+        () => load.answers.filter((a) => a.answer.startedAt >= openAt).length >= 300,
+        20_000,
+        "answers while the circuit is open",
+      );
+      const readyStarted = Date.now();
+      const ready = await rawRequest(server.url, { method: "GET", path: "/readyz" });
+      expect(ready.status).toBe(503);
+      expect(Date.now() - readyStarted).toBeLessThan(100);
+      proxy.pass();
+      thawedAt = Date.now();
+      await until(
+        () => load.answers.some((a) => a.answer.status === 200 && a.answer.startedAt >= thawedAt),
+        2_000,
+        "a 200 within 2 s of the thaw",
+      );
+    } finally {
+      await load.stop();
+    }
+
+    const whileOpen = load.answers.filter((a) => a.answer.startedAt >= openAt && a.answer.startedAt < thawedAt);
+    expect(whileOpen.length).toBeGreaterThanOrEqual(300);
+    for (const { answer } of whileOpen) {
+      expect(answer.status, answer.text).toBe(503);
+      expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+      expect(answer.retryAfter).toBe("1");
+    }
+    const p99 = percentile(
+      whileOpen.map((a) => a.answer.ms),
+      99,
+    );
+    expect(p99, `p99 of ${whileOpen.length} refusals while open`).toBeLessThan(100);
+
+    // Every answer is a 200 or the catalogued 503; every 200 is stored, whenever it was sent.
+    for (const { answer } of load.answers) {
+      if (answer.status === 200) continue;
+      expect(answer.status, answer.text).toBe(503);
+      expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+    }
+    const ok = load.answers.filter((a) => a.answer.status === 200).map((a) => a.id);
+    const stored = new Set(
+      (await database.rows<{ id: bigint }>({ sqlite: "", postgres: "SELECT id FROM plants" })).map((r) => Number(r.id)),
+    );
+    const missing = ok.filter((id) => !stored.has(id));
+    expect(missing, `answered 200 but not stored: ${missing.slice(0, 10).join(", ")}`).toEqual([]);
+    expect(await circuitOpen(server)).toBe(false);
+    expect(server.output()).toContain("PostgreSQL circuit open");
+    expect(server.output()).toContain("PostgreSQL circuit closed");
+    expect(server.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it("answers the requests caught in flight by the freeze once the circuit opens, not after the query timeout", async () => {
+    // The default timeouts: a statement hung on the silent database would hold its caller 10 s + 1 s.
+    const queryTimeoutMs = 10_000;
+    const { proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
+    const server = await startServerProcess({
+      DATABASE_URL: url,
+      PLANTSTORE_TOKENS: TOKEN,
+      PLANTSTORE_METRICS: "token",
+      PLANTSTORE_PG_POOL_SIZE: "6",
+      PLANTSTORE_PG_CONNECT_TIMEOUT_MS: "5000",
+      PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(queryTimeoutMs),
+    });
+    cleanups.push(() => server.stop());
+    const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
+    try {
+      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
+      proxy.freeze();
+      const frozenAt = Date.now();
+      // A statement running 2 s makes the breaker probe; no answer within 1 s opens the circuit,
+      // and the callers of the hung statements are answered then (about 3.5 s after the freeze).
+      await until(
+        () => !load.waitingSince(frozenAt),
+        queryTimeoutMs / 2,
+        "answers to the requests sent before the freeze",
+      );
+      expect(Date.now() - frozenAt).toBeLessThan(queryTimeoutMs / 2);
+      expect(await circuitOpen(server)).toBe(true);
+      const caught = load.answers.filter((a) => a.answer.startedAt < frozenAt && a.answer.status !== 200);
+      expect(caught.length).toBeGreaterThan(0);
+      for (const { answer } of caught)
+        expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+    } finally {
+      proxy.pass();
+      await load.stop();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,47 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import { BIN, until } from "../../support/processes.ts";
+import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/**
+ * A cluster primary passes SIGTERM on to every worker, including one still opening its database
+ * (seen under load in the PLANTSTORE_WORKERS=2 shutdown test). The database answering slowly is
+ * what makes start-up long enough to be signalled in: the connection is held at a TCP proxy.
+ */
+describe("plantstore-server serve signalled while it is still starting", () => {
+  it("finishes starting, then stops cleanly with exit 0 instead of dying by the signal", async () => {
+    const { proxy, url, dispose } = await databaseBehindProxy();
+    cleanups.push(dispose);
+
+    proxy.hold();
+    const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
+      env: { ...process.env, DATABASE_URL: url, PLANTSTORE_TOKENS: "", PLANTSTORE_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+    const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
+
+    // The process is opening its database: start-up has begun and is waiting on it.
+    await until(() => proxy.accepted() >= 1, 20_000, "a connection to the database");
+    child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(child.signalCode, output).toBeNull();
+    proxy.release();
+
+    const [code, signal] = await exited;
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(output).toMatch(/"msg":"shutting down"/);
+    expect(output).toMatch(/"msg":"stopped"/);
+  }, 60_000);
+});

@@ -1,0 +1,312 @@
+import { DatabaseSync } from "node:sqlite";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  createTestDatabase,
+  postgresClient,
+  TEST_BACKEND,
+  type TestBackend,
+  type TestDatabase,
+} from "../support/test-database.ts";
+import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
+import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
+import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
+
+/**
+ * What every storage backend does alike, run against the backend of this pass of the suite
+ * (PLANTSTORE_TEST_BACKEND, as everywhere in it: `test:sqlite` runs it on SQLite, `test:postgres`
+ * on PostgreSQL). What one backend alone does is tested beside it, in sqlite/sqlite-store.test.ts
+ * and postgres/postgres-store.test.ts. Rows are read back on a connection of the test's own, so
+ * what it sees is what is committed.
+ */
+type StoreOptions = {
+  maxBatchSize?: number;
+  maxBatchesInFlight?: number;
+  onCommit?: (batchSize: number) => void;
+};
+
+type Backend = {
+  open(database: TestDatabase, options: StoreOptions): Promise<PlantStore & WebhookQueue>;
+  /** Runs SQL beside the store, as an administrator would. */
+  exec(database: TestDatabase, sql: string): Promise<void>;
+  /** A trigger that makes the database roll back the whole batch that creates a plant named `name`. */
+  rollBackBatchesCreating(name: string): string;
+};
+
+const backends: Record<TestBackend, Backend> = {
+  sqlite: {
+    // SQLite has one writer per store: its batches commit one at a time whatever maxBatchesInFlight says.
+    open: async (database, { maxBatchSize, onCommit }) =>
+      SqliteStore.open({ path: database.name, maxBatchSize, onCommit }),
+    exec: async (database, sql) => {
+      const admin = new DatabaseSync(database.name);
+      try {
+        admin.exec(sql);
+      } finally {
+        admin.close();
+      }
+    },
+    rollBackBatchesCreating: (name) =>
+      `CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = '${name}' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END`,
+  },
+  postgres: {
+    open: (database, options) =>
+      PostgresStore.open({
+        url: database.url,
+        poolSize: 4,
+        connectTimeoutMs: 2_000,
+        queryTimeoutMs: 5_000,
+        ...options,
+      }),
+    exec: async (database, sql) => {
+      const admin = postgresClient(database.url);
+      await admin.connect();
+      try {
+        await admin.query(sql);
+      } finally {
+        await admin.end();
+      }
+    },
+    // One statement carries the batch: an exception in it leaves none of it stored.
+    rollBackBatchesCreating: (name) => `
+      CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.name = '${name}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER roll_back BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION roll_back();`,
+  },
+};
+
+const backend = backends[TEST_BACKEND];
+let database: TestDatabase;
+const stores: Array<PlantStore & WebhookQueue> = [];
+let batches: number[];
+
+async function open(options: Omit<StoreOptions, "onCommit"> = {}): Promise<PlantStore & WebhookQueue> {
+  const store = await backend.open(database, { ...options, onCommit: (size) => batches.push(size) });
+  stores.push(store);
+  return store;
+}
+
+beforeEach(async () => {
+  database = await createTestDatabase();
+  batches = [];
+});
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  await database.dispose();
+});
+
+describe(`group commit (${TEST_BACKEND})`, () => {
+  it("commits creations that arrive together in one transaction", async () => {
+    const store = await open();
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.create({ id: BigInt(i), name: `p${i}` })),
+    );
+    expect(outcomes).toEqual(Array(100).fill("created"));
+    expect(batches).toEqual([100]);
+    expect(await database.count()).toBe(100);
+  });
+
+  it("decides conflicts and replays per request inside one batch, the first request winning", async () => {
+    const store = await open();
+    const outcomes = await Promise.all([
+      store.create({ id: 1n, name: "Fern" }),
+      store.create({ id: 1n, name: "Fern" }),
+      store.create({ id: 1n, name: "Moss" }),
+      store.create({ id: 1n, name: "Fern", tag: "t" }),
+      store.create({ id: 2n, name: "Ivy" }),
+    ]);
+    expect(outcomes).toEqual(["created", "replayed", "conflict", "conflict", "created"]);
+    expect(batches).toEqual([5]);
+    expect(await database.row(1n)).toEqual({ id: 1n, name: "Fern", tag: null });
+  });
+
+  it("answers only after the batch is committed (seen by another connection)", async () => {
+    const store = await open();
+    const seen = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        store
+          .create({ id: BigInt(1000 + i), name: "x" })
+          .then(async () => (await database.row(BigInt(1000 + i))) !== undefined),
+      ),
+    );
+    expect(seen).toEqual(Array(20).fill(true));
+  });
+
+  it("splits a burst larger than the batch limit into several commits", async () => {
+    const store = await open({ maxBatchSize: 10, maxBatchesInFlight: 1 });
+    await Promise.all(Array.from({ length: 25 }, (_, i) => store.create({ id: BigInt(i), name: "x" })));
+    expect(batches).toEqual([10, 10, 5]);
+  });
+
+  it("fails every request of a batch whose transaction is rolled back, stores none of them, and keeps serving", async () => {
+    const store = await open();
+    await backend.exec(database, backend.rollBackBatchesCreating("rollback"));
+    const results = await Promise.allSettled([
+      store.create({ id: 20n, name: "ok-1" }),
+      store.create({ id: 21n, name: "rollback" }),
+      store.create({ id: 22n, name: "ok-2" }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(batches).toEqual([]);
+    expect(await database.count()).toBe(0);
+    await expect(store.create({ id: 23n, name: "after" })).resolves.toBe("created");
+    expect(await database.row(23n)).toEqual({ id: 23n, name: "after", tag: null });
+  });
+
+  it("commits what is queued before close() finishes", async () => {
+    const store = await open();
+    const pending = store.create({ id: 99n, name: "late" });
+    await store.close();
+    await expect(pending).resolves.toBe("created");
+    expect(await database.row(99n)).toBeDefined();
+  });
+});
+
+describe(`plants (${TEST_BACKEND})`, () => {
+  it("keeps int8 exact at both ends of the range", async () => {
+    const store = await open();
+    for (const id of [-(2n ** 63n), 2n ** 63n - 1n, 2n ** 53n + 1n]) {
+      expect(await store.create({ id, name: `n${id}` })).toBe("created");
+      expect(await store.get(id)).toEqual({ id, name: `n${id}` });
+    }
+    expect((await store.list({ limit: 10 })).map((p) => p.id)).toEqual([-(2n ** 63n), 2n ** 53n + 1n, 2n ** 63n - 1n]);
+  });
+
+  it("lists every id exactly, a page mixing ids within and beyond ±2^53 included (small ones may come as numbers)", async () => {
+    const store = await open();
+    const ids = [-(2n ** 53n) - 1n, -(2n ** 53n) + 1n, -1n, 0n, 7n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n - 1n];
+    for (const id of ids) expect(await store.create({ id, name: "n", tag: "t" })).toBe("created");
+    const listed = await store.list({ limit: 100 });
+    expect(listed.map((p) => BigInt(p.id))).toEqual(ids);
+    for (const p of listed) if (typeof p.id === "number") expect(Number.isSafeInteger(p.id)).toBe(true);
+    expect((await store.list({ limit: 3, after: 0n, tag: "t" })).map((p) => BigInt(p.id))).toEqual([
+      7n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+    ]);
+    expect((await store.list({ limit: 2, after: -2n })).map((p) => [BigInt(p.id), p.name, p.tag])).toEqual([
+      [-1n, "n", "t"],
+      [0n, "n", "t"],
+    ]);
+  });
+});
+
+describe(`plants at INT64_MIN (${TEST_BACKEND})`, () => {
+  // node:sqlite reads INT64_MIN as the rounded number -2^63 without raising, unlike every other
+  // id beyond ±2^53: a page with no other such id must still come back exact.
+  it.each([
+    ["on a page of one", {}],
+    ["first of an unfiltered page", { limit: 2 }],
+    ["filtered by tag", { tag: "t" }],
+  ])("lists it exactly %s", async (_, options) => {
+    const store = await open();
+    expect(await store.create({ id: -(2n ** 63n), name: "min", tag: "t" })).toBe("created");
+    expect(await store.create({ id: 1n, name: "one" })).toBe("created");
+    const listed = await store.list({ limit: 1, ...options });
+    expect(listed[0]).toEqual({ id: -(2n ** 63n), name: "min", tag: "t" });
+  });
+});
+
+describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
+  it("create every id exactly once when racing: one creator, the other a conflict or a replay as its content says", async () => {
+    const a = await open();
+    const b = await open();
+    const ids = Array.from({ length: 400 }, (_, i) => BigInt(i) * 7919n);
+    // Interleaved, so batches of both stores carry the same ids at the same moment.
+    const results = await Promise.all(
+      ids.flatMap((id) => [
+        a.create({ id, name: "from-a" }).then((outcome) => ({ id, who: "a", outcome })),
+        b.create({ id, name: "from-b" }).then((outcome) => ({ id, who: "b", outcome })),
+        b.create({ id, name: "from-a" }).then((outcome) => ({ id, who: "b-same-as-a", outcome })),
+      ]),
+    );
+    expect(await database.count()).toBe(ids.length);
+    for (const id of ids) {
+      const row = await database.row(id);
+      const mine = results.filter((r) => r.id === id);
+      expect(mine.filter((r) => r.outcome === "created")).toHaveLength(1);
+      const creator = mine.find((r) => r.outcome === "created")!;
+      expect(row?.name).toBe(creator.who === "b" ? "from-b" : "from-a");
+      for (const r of mine.filter((r) => r.outcome !== "created")) {
+        const sameContent = (r.who === "b" ? "from-b" : "from-a") === row?.name;
+        expect(r.outcome).toBe(sameContent ? "replayed" : "conflict");
+      }
+    }
+  });
+
+  it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
+    const store = await open();
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    const names = [
+      'say "hi"',
+      "back\\slash\\",
+      "a,b",
+      "{braces}",
+      "NULL",
+      " spaced ",
+      "üñí 🌿",
+      "tab\tnew\nline",
+      '\\"',
+    ];
+    const plants = names.map((name, i) => ({ id: BigInt(i + 1), name, ...(i % 2 === 0 ? { tag: name } : {}) }));
+    plants.push({ id: 100n, name: "tagged NULL", tag: "NULL" });
+    expect(await Promise.all(plants.map((plant) => store.create(plant)))).toEqual(plants.map(() => "created"));
+    for (const plant of plants) expect(await store.get(plant.id)).toEqual(plant);
+    const now = Date.now();
+    const deliveries = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 100 });
+    const payloads = deliveries.map((d) => d.payload).sort();
+    const expected = plants.map((plant) =>
+      JSON.stringify({
+        id: Number(plant.id),
+        name: plant.name,
+        ...(plant.tag === undefined ? {} : { tag: plant.tag }),
+      }),
+    );
+    expect(payloads).toEqual(expected.sort());
+  });
+
+  it("announces plants created right after the first subscriber is added", async () => {
+    const store = await open();
+    expect(await store.create({ id: 1n, name: "before" })).toBe("created");
+    expect(await store.webhookBacklog()).toBe(0);
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    expect(
+      await Promise.all([store.create({ id: 2n, name: "after" }), store.create({ id: 3n, name: "after" })]),
+    ).toEqual(["created", "created"]);
+    expect(await store.webhookBacklog()).toBe(2);
+    await backend.exec(database, "UPDATE webhook_subscribers SET active = false");
+    expect(await store.create({ id: 4n, name: "unsubscribed" })).toBe("created");
+    expect(await store.webhookBacklog()).toBe(2);
+  });
+
+  it("hand each due webhook delivery to exactly one claimer (a lease; FOR UPDATE SKIP LOCKED on PostgreSQL)", async () => {
+    const seeder = await open();
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    await Promise.all(Array.from({ length: 200 }, (_, i) => seeder.create({ id: BigInt(i), name: "x" })));
+    const claimers = [seeder, await open(), await open()];
+    const claimed: number[] = [];
+    const now = Date.now();
+    await Promise.all(
+      claimers.map(async (store) => {
+        for (;;) {
+          const batch = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 7 });
+          if (batch.length === 0) return;
+          claimed.push(...batch.map((d) => d.deliveryId));
+        }
+      }),
+    );
+    expect(claimed).toHaveLength(200);
+    expect(new Set(claimed).size).toBe(200);
+    expect(await seeder.hasDueDeliveries(now)).toBe(false);
+    expect(await seeder.webhookBacklog()).toBe(200);
+  });
+});

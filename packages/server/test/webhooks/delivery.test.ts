@@ -1,0 +1,303 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it } from "vitest";
+import { openWebhookAdmin } from "../../src/storage/open-store.ts";
+import { checkWebhookUrl, createOutboundPolicy } from "../../src/webhooks/outbound-guard.ts";
+import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { createTestDatabase } from "../support/test-database.ts";
+
+const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+
+type Received = { headers: IncomingHttpHeaders; body: string };
+
+/** A real HTTP receiver on loopback; `answer` decides the status of each request it gets. */
+async function startReceiver(
+  answer: (n: number, r: Received) => { status: number; headers?: Record<string, string> },
+  port = 0,
+) {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => (body += c));
+    req.on("end", () => {
+      const r = { headers: req.headers, body };
+      received.push(r);
+      const { status, headers } = answer(received.length, r);
+      res.writeHead(status, headers);
+      res.end();
+    });
+  });
+  server.listen(port, "127.0.0.1");
+  await once(server, "listening");
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  return {
+    received,
+    url,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function untilAsync(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function storeWithSubscriber(url: string): Promise<TestServer> {
+  const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40 });
+  cleanups.push(() => server.close());
+  const admin = await openWebhookAdmin(server.database.url);
+  await admin.add(url, SECRET);
+  await admin.close();
+  return server;
+}
+
+describe("the new-plant webhook", () => {
+  it("POSTs exactly the NewPlant JSON, signed so the Standard Webhooks library verifies it", async () => {
+    const receiver = await startReceiver(() => ({ status: 204 }));
+    cleanups.push(receiver.close);
+    const server = await storeWithSubscriber(receiver.url);
+    expect((await server.createRaw('{"id":9223372036854775807,"name":"Fern","tag":"fern","extra":1}')).status).toBe(
+      200,
+    );
+    await until(() => receiver.received.length === 1, 10_000, "one delivery");
+    const [delivery] = receiver.received;
+    expect(delivery!.body).toBe('{"id":9223372036854775807,"name":"Fern","tag":"fern"}');
+    expect(delivery!.headers["content-type"]).toBe("application/json");
+    expect(delivery!.headers["webhook-id"]).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(delivery!.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    const verified = new Webhook(SECRET).verify(delivery!.body, delivery!.headers as Record<string, string>);
+    expect(verified).toMatchObject({ name: "Fern", tag: "fern" });
+    // And a tampered body does not verify.
+    expect(() =>
+      new Webhook(SECRET).verify(delivery!.body.replace("Fern", "Fake"), delivery!.headers as Record<string, string>),
+    ).toThrow();
+  });
+
+  it("retries a receiver that fails three times, with the same webhook-id each time", async () => {
+    const receiver = await startReceiver((n) => ({ status: n <= 3 ? 500 : 200 }));
+    cleanups.push(receiver.close);
+    const server = await storeWithSubscriber(receiver.url);
+    await server.createRaw('{"id":1,"name":"Moss"}');
+    await until(() => receiver.received.length === 4, 15_000, "four attempts");
+    const ids = new Set(receiver.received.map((r) => r.headers["webhook-id"]));
+    expect(ids.size).toBe(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received).toHaveLength(4);
+  });
+
+  it("announces an idempotent replay no second time", async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    cleanups.push(receiver.close);
+    const server = await storeWithSubscriber(receiver.url);
+    await server.createRaw('{"id":2,"name":"Ivy"}');
+    await server.createRaw('{"id":2,"name":"Ivy"}');
+    await server.createRaw('{"id":2,"name":"Other"}'); // 409: nothing new either
+    await until(() => receiver.received.length >= 1, 10_000, "the delivery");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it("delivers all 1,000 plants created while the receiver was down, once it is back", async () => {
+    // Take a free port and leave it closed: the receiver is down.
+    const probe = await startReceiver(() => ({ status: 200 }));
+    const port = probe.port;
+    await probe.close();
+    const server = await storeWithSubscriber(`http://127.0.0.1:${port}/hook`);
+    for (let start = 0; start < 1000; start += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) => server.createRaw(`{"id":${10_000 + start + i},"name":"p${start + i}"}`)),
+      );
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const receiver = await startReceiver(() => ({ status: 200 }), port);
+    cleanups.push(receiver.close);
+    await until(
+      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 1000,
+      60_000,
+      "1,000 events",
+    );
+    const ids = new Set(
+      receiver.received.map((r) => JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')).id as string),
+    );
+    expect(ids.size).toBe(1000);
+  }, 90_000);
+
+  it("honours Retry-After", async () => {
+    const times: number[] = [];
+    const receiver = await startReceiver((n) => {
+      times.push(Date.now());
+      return n === 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 };
+    });
+    cleanups.push(receiver.close);
+    const server = await storeWithSubscriber(receiver.url);
+    await server.createRaw('{"id":3,"name":"Sage"}');
+    await until(() => receiver.received.length === 2, 10_000, "the retry");
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(950);
+  });
+
+  it("stops sending to a receiver that answers 410 Gone", async () => {
+    const receiver = await startReceiver(() => ({ status: 410 }));
+    cleanups.push(receiver.close);
+    const server = await storeWithSubscriber(receiver.url);
+    await server.createRaw('{"id":4,"name":"a"}');
+    await until(() => receiver.received.length === 1, 10_000, "the first delivery");
+    await server.createRaw('{"id":5,"name":"b"}');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(receiver.received).toHaveLength(1);
+    const admin = await openWebhookAdmin(server.database.url);
+    expect((await admin.list())[0]).toMatchObject({ active: false });
+    await admin.close();
+  });
+});
+
+describe("webhook targets on private addresses", () => {
+  it("are refused by default, and allowed when listed", () => {
+    const strict = createOutboundPolicy([]);
+    for (const url of [
+      "http://127.0.0.1/x",
+      "http://10.1.2.3/x",
+      "http://192.168.0.1/",
+      "http://169.254.169.254/",
+      "http://[::1]/",
+      "http://localhost/",
+    ]) {
+      expect(() => checkWebhookUrl(url, strict)).toThrow(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
+    }
+    expect(() => checkWebhookUrl("ftp://example.com/", strict)).toThrow(/http or https/);
+    expect(() => checkWebhookUrl("https://example.com/hook", strict)).not.toThrow();
+    expect(() => checkWebhookUrl("http://10.1.2.3/x", createOutboundPolicy(["10.0.0.0/8"]))).not.toThrow();
+  });
+
+  it("are never contacted at delivery time without the allow-list (checked on the resolved address)", async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    cleanups.push(receiver.close);
+    const server = await startTestServer({ webhookRetryBaseMs: 40 });
+    cleanups.push(() => server.close());
+    const admin = await openWebhookAdmin(server.database.url);
+    cleanups.push(() => admin.close());
+    await admin.add(receiver.url.replace("127.0.0.1", "localhost"), SECRET); // stored behind the CLI's back
+    await server.createRaw('{"id":6,"name":"a"}');
+    let failed = await admin.deliveries({ failedOnly: true, limit: 10 });
+    await untilAsync(
+      async () => (failed = await admin.deliveries({ failedOnly: true, limit: 10 })).length === 1,
+      10_000,
+      "a failed attempt",
+    );
+    expect(failed[0]!.lastError).toMatch(/non-public/);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it("plantstore-server webhooks add refuses them (the CLI), and adds a public one", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.dispose());
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", database.url], {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "" },
+        });
+        let out = "";
+        child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+        child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+        child.on("exit", (code) => resolve({ code, out }));
+      });
+    const refused = await run(["add", "http://127.0.0.1:9/hook"]);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toMatch(/private, loopback or link-local/);
+    // Loopback in an IPv6 form the old hand-written deny-list let through (issue 23).
+    const compatible = await run(["add", "http://[::127.0.0.1]:9/hook"]);
+    expect(compatible.code).toBe(1);
+    expect(compatible.out).toMatch(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
+    const added = await run(["add", "https://hooks.example.com/plants", "--json"]);
+    expect(added.code).toBe(0);
+    const subscriber = JSON.parse(added.out) as { id: string; secret: string };
+    expect(subscriber.secret).toMatch(/^whsec_/);
+    const listed = await run(["list", "--json"]);
+    expect(listed.out).not.toContain(subscriber.secret);
+    expect(JSON.parse(listed.out)).toEqual([expect.objectContaining({ id: subscriber.id, active: true })]);
+    expect((await run(["remove", subscriber.id])).code).toBe(0);
+  });
+});
+
+describe("the outbox across a crash", () => {
+  it("loses no event of a 200 when the server is SIGKILLed and restarted", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.dispose());
+    const probe = await startReceiver(() => ({ status: 200 }));
+    const port = probe.port;
+    await probe.close();
+    const env = {
+      ...process.env,
+      PLANTSTORE_TOKENS: TOKEN,
+      DATABASE_URL: database.url,
+      PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+      PLANTSTORE_WEBHOOK_RETRY_BASE_MS: "40",
+      PLANTSTORE_LOG_LEVEL: "info",
+    };
+    const start = async () => {
+      const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      await until(() => /"url":"http/.test(out), 15_000, "the server");
+      return { child, url: /"url":"(http:[^"]+)"/.exec(out)![1]! };
+    };
+    // Subscriber first (the receiver is down, so events stay pending).
+    const migrate = spawn(process.execPath, [BIN, "migrate"], { env });
+    await once(migrate, "exit");
+    const admin = await openWebhookAdmin(database.url);
+    await admin.add(`http://127.0.0.1:${port}/hook`, SECRET);
+    await admin.close();
+
+    const first = await start();
+    const answered: number[] = [];
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const r = await rawRequest(first.url, {
+          method: "POST",
+          path: "/plants",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+          body: `{"id":${i},"name":"n${i}"}`,
+        }).catch(() => undefined);
+        if (r?.status === 200) answered.push(i);
+      }),
+    );
+    first.child.kill("SIGKILL");
+    await once(first.child, "exit");
+    expect(answered).toHaveLength(200);
+
+    const receiver = await startReceiver(() => ({ status: 200 }), port);
+    cleanups.push(receiver.close);
+    const second = await start();
+    cleanups.push(() => void second.child.kill("SIGKILL"));
+    await until(
+      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 200,
+      60_000,
+      "200 events",
+    );
+    const delivered = new Set(receiver.received.map((r) => Number(/"id":(\d+)/.exec(r.body)![1])));
+    for (const id of answered) expect(delivered.has(id)).toBe(true);
+  }, 90_000);
+});

@@ -255,6 +255,28 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     }
   });
 
+  it("page by id with no gap or repeat while the other store creates plants between and after", async () => {
+    const reader = await open();
+    const writer = await open();
+    const ids = Array.from({ length: 2_000 }, (_, i) => BigInt(i * 3));
+    await Promise.all(ids.map((id) => reader.create({ id, name: "there", tag: "walk" })));
+    const writing = Promise.all(
+      Array.from({ length: 1_000 }, (_, i) => writer.create({ id: BigInt(i * 3 + 1), name: "new", tag: "walk" })),
+    );
+    const seen: bigint[] = [];
+    for (let after: bigint | undefined; ;) {
+      const page = (await reader.list({ limit: 50, after, tag: "walk" })).map((p) => BigInt(p.id));
+      if (page.length === 0) break;
+      seen.push(...page);
+      after = page.at(-1);
+    }
+    await writing;
+    expect(new Set(seen).size).toBe(seen.length);
+    expect([...seen].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(seen);
+    const seenSet = new Set(seen);
+    expect(ids.filter((id) => !seenSet.has(id))).toEqual([]);
+  });
+
   it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
     const store = await open();
     await backend.exec(

@@ -27,10 +27,13 @@ const POSTGRES_PASS = [
   // Random creations, replays, conflicts, deletions and list pages, checked against a model:
   // the widest net over the PostgreSQL store's SQL (int8 edges, tag filter, keyset paging).
   "test/plants/model.property.test.ts",
-  // A smoke of the HTTP suite: every plants operation end to end through the real server, with
-  // bodies checked against the contract, so the PostgreSQL store is seen as a client sees it.
+  // A smoke of the HTTP suite (below): each plants operation end to end through the real server
+  // with answers checked against the contract, so the PostgreSQL store is seen as a client sees it.
+  // Creation, replay, conflict, durability across a restart (synchronous_commit), int8 ids exact.
   "test/plants/create.test.ts",
+  // Refused creations: the 4xx answers, and nothing stored behind them.
   "test/plants/create-refused.test.ts",
+  // Pages, the Link header, ids at the int64 bounds (int8 as text), delete and its 404.
   "test/plants/list-and-delete.test.ts",
 ];
 

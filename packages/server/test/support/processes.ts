@@ -180,14 +180,6 @@ export function startCreationLoad(
   };
 }
 
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Ids as exact BigInts from JSON text (JSON.parse would round those above 2^53). */
 export function idOf(json: string): bigint {
   return BigInt(/"id":(-?\d+)/.exec(json)![1]!);

@@ -1,6 +1,6 @@
-import { eventually } from "@plantstore/test-support/eventually";
 import { Agent } from "node:http";
 import { Webhook } from "standardwebhooks";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../../support/test-database.ts";
 import { startReceiver } from "../../support/webhook-receiver.ts";

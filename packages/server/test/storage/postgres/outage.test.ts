@@ -1,5 +1,5 @@
-import { eventually } from "@plantstore/test-support/eventually";
 import { Agent } from "node:http";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest } from "../../support/harness.ts";
 import { createTestDatabase, withAdminClient, type TestDatabase } from "../../support/test-database.ts";

@@ -52,6 +52,12 @@ export type StartOptions = {
   authenticator?: Authenticator;
   /** Time for webhook delivery (attempts, retries, leases, deadlines, polling); by default the wall clock. */
   clock?: Clock;
+  /**
+   * How long past the request timeout a connection may go without a byte moving, or without its
+   * client taking any of its answers' bytes, before it is closed (default 5 s). Tests that watch
+   * these cuts shorten it rather than wait 5 s for each.
+   */
+  stallMarginMs?: number;
 };
 
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
@@ -200,7 +206,8 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     },
     app.callback(),
   );
-  server.timeout = config.requestTimeoutMs + STALL_MARGIN_MS;
+  const stallMarginMs = options.stallMarginMs ?? STALL_MARGIN_MS;
+  server.timeout = config.requestTimeoutMs + stallMarginMs;
   server.on("clientError", answerClientError);
   server.on("connect", answerConnect);
   // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
@@ -215,7 +222,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   const connections = guardConnections(server, {
     maxConnections: config.maxConnections,
     onRefused: () => metrics.connectionsRefused.inc(),
-    writeStallMs: config.requestTimeoutMs + STALL_MARGIN_MS,
+    writeStallMs: config.requestTimeoutMs + stallMarginMs,
   });
   openConnections = () => connections.open;
   // Before the main port, so that it closes after the requests under way were answered: a scrape

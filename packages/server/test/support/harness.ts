@@ -1,4 +1,4 @@
-import { globalAgent, request as httpRequest } from "node:http";
+import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
@@ -14,6 +14,7 @@ import {
   type RunningServer,
 } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { closeIdleClientConnections } from "./client-connections.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 
 export { TEST_BACKEND } from "./test-database.ts";
@@ -119,18 +120,6 @@ function exchange(url: string, options: SendOptions): Promise<TestResponse> {
     req.on("error", reject);
     req.end(options.body);
   });
-}
-
-/**
- * Closes the test client's idle keep-alive connections to `url` (rawRequest uses Node's global
- * agent, which keeps them), as a client that is done would. Left open, each would hold the
- * server's stop for its whole idle grace (1 s); graceful-shutdown.test.ts tests that grace.
- */
-function closeIdleClientConnections(url: string): void {
-  const { hostname, port } = new URL(url);
-  for (const socket of globalAgent.freeSockets[globalAgent.getName({ host: hostname, port: Number(port) })] ?? []) {
-    socket.destroy();
-  }
 }
 
 /** Every test server's settings (see `testServerConfig`), for tests that call `startServer` themselves. */

@@ -1,6 +1,15 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
 import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
@@ -8,7 +17,7 @@ import { checkedFetch } from "@plantstore/test-support/checked-fetch";
 import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
+import { cleanEnv, NPM_CLI, ROOT, run, runOk } from "./workspace.ts";
 
 /**
  * The READMEs' examples, run as a reader would paste them: the curl lines through bash, the client
@@ -85,11 +94,11 @@ function bash(script: string, options: { dir: string; url: string; env?: Record<
   });
 }
 
-/** A command on PATH as an installed bin would be: `name` running one of our built bins. */
+/** A command on PATH as an installed bin would be: `name` running a script (relative to the repository, or absolute). */
 function installBin(dir: string, name: string, script: string): string {
   const bin = join(dir, "bin");
   mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, script)}" "$@"\n`);
+  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${resolve(ROOT, script)}" "$@"\n`);
   chmodSync(join(bin, name), 0o755);
   return bin;
 }
@@ -107,6 +116,61 @@ describe("README.md: one request", () => {
     });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
   });
+});
+
+describe("README.md: use it from this repository", () => {
+  const store = useStore();
+  const markdown = section(readme("README.md"), "Use it from this repository");
+  const [pack, install, use, fromRepository] = codeBlocks(markdown, "sh");
+  /** Where the README packs to; the test packs into its own folder instead. */
+  const TARBALLS = "/tmp/plantstore-tarballs";
+
+  /** What the commands of a block say they print (`# …` after a command), in order. */
+  const trailingComments = (block: string) =>
+    block
+      .split("\n")
+      .map((line) => / {2,}# (.*)$/.exec(line)?.[1])
+      .filter((comment) => comment !== undefined);
+
+  it(
+    "packs with pnpm, installs the tarballs with npm into a new project, and runs the client and both bins there",
+    { timeout: 300_000 },
+    async () => {
+      expect(pack).toContain("pnpm");
+      expect(install).toContain("npm install");
+      expect(use).toContain("@plantstore/client");
+      const tarballs = join(store.dir, "tarballs");
+      const onPath = (dir: string) => ({ PATH: `${dir}:${process.env["PATH"] ?? ""}` });
+      // The reader's npm and npx: the workspace's npm (the Node we run on may come without one).
+      const bin = installBin(store.dir, "npm", NPM_CLI);
+      installBin(store.dir, "npx", join(NPM_CLI, "..", "npx-cli.js"));
+
+      await bash(pack!.replaceAll(TARBALLS, tarballs), { dir: ROOT, url: store.server.url, env: onPath(bin) });
+      await bash(install!.replaceAll(TARBALLS, tarballs), { dir: store.dir, url: store.server.url, env: onPath(bin) });
+      const app = join(store.dir, "my-plant-app");
+      // Real copies from the tarballs, not links into the workspace.
+      expect(realpathSync(join(app, "node_modules", "@plantstore", "client")).startsWith(realpathSync(app))).toBe(true);
+
+      const stdout = await bash(use!, {
+        dir: app,
+        url: store.server.url,
+        env: { ...onPath(bin), PLANTSTORE_TOKEN: TOKEN },
+      });
+      let lines = stdout.split("\n");
+      for (const expected of trailingComments(use!)) {
+        const at = lines.indexOf(expected);
+        expect(at, `${expected}\nin\n${stdout}`).toBeGreaterThanOrEqual(0);
+        lines = lines.slice(at + 1);
+      }
+
+      const fromRepo = await bash(fromRepository!, {
+        dir: ROOT,
+        url: store.server.url,
+        env: { PLANTSTORE_TOKEN: TOKEN },
+      });
+      expect(fromRepo.trim()).toBe(trailingComments(fromRepository!).join("\n"));
+    },
+  );
 });
 
 describe("packages/server/README.md", () => {

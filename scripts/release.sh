@@ -15,6 +15,15 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/toolchain.sh
 source scripts/toolchain.sh
 
+# `pnpm release` runs this script as pnpm runs every script: with pnpm's own settings exported as
+# npm_config_* variables (the catalog and patchedDependencies of pnpm-workspace.yaml, its JSR
+# registry, …). The npm that each `pnpm publish` starts reads every npm_config_* variable and warns
+# 'Unknown env config "catalog"' (and so on) for each it does not know, once per package: take
+# pnpm's own settings out of the environment. The pnpm commands below read them from the workspace.
+for setting in catalog catalogs patched_dependencies _jsr_registry npm_globalconfig verify_deps_before_run; do
+  unset "npm_config_$setting"
+done
+
 dry_run=false
 case "${1:-}" in
   "") ;;

@@ -5,8 +5,17 @@
 # Node 24 and pnpm are fetched from the npm registry when missing (scripts/toolchain.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+caller_path="$PATH"
 # shellcheck source=scripts/toolchain.sh
 source scripts/toolchain.sh
+
+# What toolchain.sh put on PATH (Node 24, pnpm from .toolchain/) lasts only as long as this script:
+# tell the reader how to get it in their shell, where the docs' `pnpm …` commands run.
+toolchain_hint() {
+  if [ "$PATH" != "$caller_path" ]; then
+    echo "run.sh: your shell's Node is older than 22.12 or has no pnpm; before the README's pnpm commands, run: source scripts/toolchain.sh" >&2
+  fi
+}
 
 install() {
   if [ "${CI:-}" = "true" ]; then
@@ -19,10 +28,12 @@ install() {
 case "${1:-}" in
   dev)
     install
+    toolchain_hint
     exec pnpm turbo run dev
     ;;
   test)
     # The browser test needs Debian's chromium; installed here when missing (scripts/chromium.sh).
+    trap toolchain_hint EXIT
     # shellcheck source=scripts/chromium.sh
     source scripts/chromium.sh
     install
@@ -37,7 +48,7 @@ case "${1:-}" in
       echo "run.sh: a second 'pnpm turbo run build' was not fully cached" >&2
       exit 1
     fi
-    exec pnpm turbo run test --concurrency=1
+    pnpm turbo run test --concurrency=1
     ;;
   *)
     echo "usage: bash scripts/run.sh dev|test" >&2

@@ -18,6 +18,7 @@ import {
   installedVersion,
   NPM_CLI,
   publishablePackages,
+  ROOT,
   run,
   runOk,
   startServerProcess,
@@ -126,6 +127,26 @@ describe("pnpm pack of every public package", () => {
         pkg.files.filter((f) => /\.test\.|\.tsbuildinfo$/.test(f)),
         pkg.name,
       ).toEqual([]);
+    }
+  });
+
+  it("ships no type declarations in the CLI, which nothing imports", () => {
+    const cli = packed.find((p) => p.name === "@plantstore/cli")!;
+    expect(cli.files.filter((f) => f.endsWith(".d.ts"))).toEqual([]);
+  });
+
+  it("says where its source, its README and its issue tracker are", () => {
+    for (const pkg of packed) {
+      const directory = relative(ROOT, pkg.dir).replace(/\/$/, "");
+      expect(pkg.manifest["repository"], pkg.name).toEqual({
+        type: "git",
+        url: "git+https://github.com/plantstore/plantstore.git",
+        directory,
+      });
+      expect(pkg.manifest["homepage"], pkg.name).toBe(
+        `https://github.com/plantstore/plantstore/tree/main/${directory}#readme`,
+      );
+      expect(pkg.manifest["bugs"], pkg.name).toBe("https://github.com/plantstore/plantstore/issues");
     }
   });
 

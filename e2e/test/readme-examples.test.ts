@@ -1,6 +1,15 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
 import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
@@ -8,7 +17,7 @@ import { checkedFetch } from "@plantstore/test-support/checked-fetch";
 import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
+import { cleanEnv, NPM_CLI, ROOT, run, runOk } from "./workspace.ts";
 
 /**
  * The READMEs' examples, run as a reader would paste them: the curl lines through bash, the client
@@ -85,13 +94,19 @@ function bash(script: string, options: { dir: string; url: string; env?: Record<
   });
 }
 
-/** A command on PATH as an installed bin would be: `name` running one of our built bins. */
+/** A command on PATH as an installed bin would be: `name` running a script (relative to the repository, or absolute). */
 function installBin(dir: string, name: string, script: string): string {
   const bin = join(dir, "bin");
   mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, script)}" "$@"\n`);
+  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${resolve(ROOT, script)}" "$@"\n`);
   chmodSync(join(bin, name), 0o755);
   return bin;
+}
+
+/** The root README's one request, run on a store first, as a reader who started there would have. */
+async function runRootExample(store: { dir: string; server: RealServer<RunningServer> }): Promise<void> {
+  const [createBlock] = codeBlocks(section(readme("README.md"), "One request"), "sh");
+  await bash(createBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
 }
 
 describe("README.md: one request", () => {
@@ -109,24 +124,78 @@ describe("README.md: one request", () => {
   });
 });
 
+describe("README.md: use it from this repository", () => {
+  const store = useStore();
+  const markdown = section(readme("README.md"), "Use it from this repository");
+  const [pack, install, use, fromRepository] = codeBlocks(markdown, "sh");
+  /** Where the README packs to; the test packs into its own folder instead. */
+  const TARBALLS = "/tmp/plantstore-tarballs";
+
+  /** What the commands of a block say they print (`# …` after a command), in order. */
+  const trailingComments = (block: string) =>
+    block
+      .split("\n")
+      .map((line) => / {2,}# (.*)$/.exec(line)?.[1])
+      .filter((comment) => comment !== undefined);
+
+  it(
+    "packs with pnpm, installs the tarballs with npm into a new project, and runs the client and both bins there",
+    { timeout: 300_000 },
+    async () => {
+      expect(pack).toContain("pnpm");
+      expect(install).toContain("npm install");
+      expect(use).toContain("@plantstore/client");
+      const tarballs = join(store.dir, "tarballs");
+      const onPath = (dir: string) => ({ PATH: `${dir}:${process.env["PATH"] ?? ""}` });
+      // The reader's npm and npx: the workspace's npm (the Node we run on may come without one).
+      const bin = installBin(store.dir, "npm", NPM_CLI);
+      installBin(store.dir, "npx", join(NPM_CLI, "..", "npx-cli.js"));
+
+      await bash(pack!.replaceAll(TARBALLS, tarballs), { dir: ROOT, url: store.server.url, env: onPath(bin) });
+      await bash(install!.replaceAll(TARBALLS, tarballs), { dir: store.dir, url: store.server.url, env: onPath(bin) });
+      const app = join(store.dir, "my-plant-app");
+      // Real copies from the tarballs, not links into the workspace.
+      expect(realpathSync(join(app, "node_modules", "@plantstore", "client")).startsWith(realpathSync(app))).toBe(true);
+
+      const stdout = await bash(use!, {
+        dir: app,
+        url: store.server.url,
+        env: { ...onPath(bin), PLANTSTORE_TOKEN: TOKEN },
+      });
+      let lines = stdout.split("\n");
+      for (const expected of trailingComments(use!)) {
+        const at = lines.indexOf(expected);
+        expect(at, `${expected}\nin\n${stdout}`).toBeGreaterThanOrEqual(0);
+        lines = lines.slice(at + 1);
+      }
+
+      const fromRepo = await bash(fromRepository!, {
+        dir: ROOT,
+        url: store.server.url,
+        env: { PLANTSTORE_TOKEN: TOKEN },
+      });
+      expect(fromRepo.trim()).toBe(trailingComments(fromRepository!).join("\n"));
+    },
+  );
+});
+
 describe("packages/server/README.md", () => {
   const store = useStore();
   const markdown = readme("packages/server/README.md");
 
-  it("curl: listing shows the README's page and Link, and the delete it shows deletes", async () => {
+  it("curl: the listing makes its own plants, shows the README's page and Link, and the delete it shows deletes", async () => {
     const [listBlock] = codeBlocks(section(markdown, "Listing and deleting"), "sh");
     expect(listBlock).toContain("DELETE");
-    // The plants the example's page shows, and one more fern after them, which makes a next page.
-    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
-    await client.createPlant({ id: 7n, name: "Fern", tag: "fern" });
-    await client.createPlant({ id: 9n, name: "Maidenhair", tag: "fern" });
-    await client.createPlant({ id: 9223372036854775807n, name: "Fern", tag: "fern" });
+    // Nothing is seeded: the example creates what it lists, and what the root README created
+    // before it (a reader's order) does not show up in its page.
+    await runRootExample(store);
     const lines = (
       await bash(listBlock!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } })
     ).split(/\r?\n/);
     for (const expected of printedLines(listBlock!)) expect(lines).toContain(expected);
-    // The example's DELETE took plant 7 away: deleting it again is a 404.
-    await expect(client.deletePlant(7n)).rejects.toSatisfy(
+    // The example's DELETE took plant 31 away: deleting it again is a 404.
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
+    await expect(client.deletePlant(31n)).rejects.toSatisfy(
       (error) => error instanceof PlantStoreError && error.status === 404,
     );
   });
@@ -293,6 +362,8 @@ describe("apps/cli/README.md", () => {
     { timeout: 60_000 },
     async () => {
       const env = await cliEnv();
+      // A reader who ran the root README's example first: its plant must not show up here.
+      await runRootExample(store);
       const [block] = codeBlocks(markdown, "sh");
       const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
       expect(commands.length).toBeGreaterThanOrEqual(5);
@@ -300,9 +371,8 @@ describe("apps/cli/README.md", () => {
         const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
         const stdout = await bash(command, { dir: store.dir, url: store.server.url, env });
         if (comment === undefined) continue;
-        // A comment shows the first line printed; after three spaces or " / " it explains the rest.
-        const [shown] = comment.split(/ {3}| \/ /) as [string];
-        expect(anyIdOrTime(stdout.split("\n")[0]!), line).toBe(anyIdOrTime(shown));
+        // A comment shows every line printed, separated by " / ".
+        expect(anyIdOrTime(stdout.trimEnd()), line).toBe(anyIdOrTime(comment.split(" / ").join("\n")));
       }
 
       const [whoami] = codeBlocks(section(markdown, "`plantstore whoami`"), "");

@@ -79,6 +79,16 @@ describe("pnpm release --dry-run", () => {
     expect(expected).not.toBe(versionBefore);
   });
 
+  it("passes npm none of pnpm's own settings (no 'Unknown env config' warnings of the workspace's)", () => {
+    // npm warns once per unknown setting it finds in the environment, and once per unknown one in
+    // the user's own ~/.npmrc (which pnpm exports again): only the latter, the machine's, may remain.
+    const output = `${release.stdout}\n${release.stderr}`;
+    const warned = (source: string) =>
+      new Set([...output.matchAll(new RegExp(`Unknown ${source} config "([^"]+)"`, "g"))].map((m) => m[1]));
+    const fromUser = warned("user");
+    expect([...warned("env")].filter((setting) => !fromUser.has(setting))).toEqual([]);
+  });
+
   it("bumps the four packages together to the next version", () => {
     expect(packageDirs().map((dir) => manifest(dir).version)).toEqual(packageDirs().map(() => expected));
   });

@@ -53,7 +53,11 @@ export default mergeConfig(
         "**/dist/**",
         ...(postgres ? [] : ["src/storage/postgres/**", "test/storage/postgres/**"]),
       ],
-      globalSetup: postgres ? ["test/support/postgres-global-setup.ts"] : [],
+      // The process tests spawn dist/bin.js: a run outside turbo builds it first.
+      globalSetup: [
+        "../../tooling/vitest/build-spawned-bin.ts",
+        ...(postgres ? ["test/support/postgres-global-setup.ts"] : []),
+      ],
     },
   }),
 );

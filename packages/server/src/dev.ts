@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { PinoPretty } from "pino-pretty";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
@@ -10,6 +11,7 @@ import { startServer } from "./server.ts";
  * Only source folders are watched: under `--watch` every imported file counts, and a `pnpm install`
  * anywhere on the machine re-links files in the shared store (an inode change), restarting the server.
  * A development token is made once and kept in ./data/dev-token so restarts keep the same curl line.
+ * Logs are pino-pretty's readable lines here (a devDependency: the published server logs JSON lines).
  */
 const TOKEN_FILE = resolve("data/dev-token");
 
@@ -32,7 +34,15 @@ function withoutPassword(databaseUrl: string): string {
 const base = loadConfig();
 const token = devToken();
 const config = { ...base, tokens: [...base.tokens, token] };
-const running = await startServer({ config, logger: createLogger(config.logLevel) });
+// Synchronous, so the lines of a stop are printed before the process exits.
+const readable = PinoPretty({
+  colorize: process.stdout.isTTY,
+  sync: true,
+  singleLine: true,
+  ignore: "pid,hostname,service",
+  translateTime: "SYS:HH:MM:ss.l",
+});
+const running = await startServer({ config, logger: createLogger(config.logLevel, readable) });
 
 process.stdout.write(
   [

@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import type { Clock } from "./clock.ts";
 import { chainAuthenticators } from "./auth/authenticators.ts";
 import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
@@ -47,6 +48,11 @@ export type StartOptions = {
   logger?: Logger;
   /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
+  /**
+   * Time for what expires or waits: rate-limit windows counted in memory and address blocks, token
+   * expiry and the token and key caches; by default the wall clock. Tests move one on instead of sleeping.
+   */
+  clock?: Clock;
 };
 
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
@@ -123,11 +129,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     logger: logger.child({ component: "tokens" }),
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
     onQuery: (query) => metrics.tokenStoreQueries.inc({ query }),
+    clock: options.clock,
   });
   const configured = chainAuthenticators([
     createStaticTokenAuthenticator(config.tokens),
     opaqueTokens,
-    ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)]),
+    ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt, options.clock)]),
   ]);
   const authenticator = options.authenticator ?? configured;
   const rateLimitLogger = logger.child({ component: "rate-limit" });
@@ -142,6 +149,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     redis: sharedCounting,
     logger: rateLimitLogger,
     metrics,
+    clock: options.clock,
   });
   const app = createApp({
     router: appRouter,

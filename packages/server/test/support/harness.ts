@@ -1,4 +1,4 @@
-import { request as httpRequest } from "node:http";
+import { globalAgent, request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
@@ -9,6 +9,7 @@ import {
   buildOpenApiDocument,
   loadConfig,
   startServer,
+  type Clock,
   type Config,
   type RunningServer,
 } from "../../src/index.ts";
@@ -120,6 +121,18 @@ function exchange(url: string, options: SendOptions): Promise<TestResponse> {
   });
 }
 
+/**
+ * Closes the test client's idle keep-alive connections to `url` (rawRequest uses Node's global
+ * agent, which keeps them), as a client that is done would. Left open, each would hold the
+ * server's stop for its whole idle grace (1 s); graceful-shutdown.test.ts tests that grace.
+ */
+function closeIdleClientConnections(url: string): void {
+  const { hostname, port } = new URL(url);
+  for (const socket of globalAgent.freeSockets[globalAgent.getName({ host: hostname, port: Number(port) })] ?? []) {
+    socket.destroy();
+  }
+}
+
 /** Every test server's settings (see `testServerConfig`), for tests that call `startServer` themselves. */
 export function testConfig(databaseUrl: string, overrides: Partial<Config> = {}): Config {
   return testServerConfig(loadConfig({}), databaseUrl, overrides);
@@ -128,22 +141,24 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
 /**
  * The real server on an ephemeral port with a fresh database of the backend under test
  * (`PLANTSTORE_TEST_BACKEND`, see test-database.ts); `await using` closes it and drops the
- * database. Pass `database` to start a second server on an existing one (then it is not dropped).
+ * database. Pass `database` to start a second server on an existing one (then it is not dropped),
+ * `clock` to time its webhook delivery (see skippable-clock.ts).
  */
 export async function startTestServer(
   overrides: Partial<Config> = {},
-  shared?: { database: TestDatabase },
+  shared: { database?: TestDatabase; clock?: Clock } = {},
 ): Promise<TestServer> {
-  const database = shared?.database ?? (await createTestDatabase());
+  const database = shared.database ?? (await createTestDatabase());
   // Silent whatever the overrides' logLevel: tests that read the log start a server of their own.
   const server = {
     loadConfig,
-    startServer: (options: { config: Config }) => startServer({ ...options, logger: createLogger("silent") }),
+    startServer: (options: { config: Config }) =>
+      startServer({ ...options, logger: createLogger("silent"), clock: shared.clock }),
   };
   // A shared database outlives this server: it is not handed over to be disposed.
   const running = await startRealServer(server, {
     config: overrides,
-    database: shared === undefined ? database : { url: database.url },
+    database: shared.database === undefined ? database : { url: database.url },
   });
   const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
   const served = JSON.parse(servedText.text) as OpenApiDoc;
@@ -153,6 +168,7 @@ export async function startTestServer(
 
   const close = async () => {
     servedContracts.delete(running.url);
+    closeIdleClientConnections(running.url);
     await running.close();
   };
   return {

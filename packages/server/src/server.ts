@@ -50,7 +50,11 @@ export type StartOptions = {
   logger?: Logger;
   /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
-  /** Time for webhook delivery (attempts, retries, leases, deadlines, polling); by default the wall clock. */
+  /**
+   * Time for what waits, retries or expires: webhook delivery (attempts, retries, leases,
+   * deadlines, polling), rate-limit windows counted in memory and address blocks, token expiry and
+   * the token and key caches; by default the wall clock. Tests move one on instead of sleeping.
+   */
   clock?: Clock;
   /**
    * How long past the request timeout a connection may go without a byte moving, or without its
@@ -154,13 +158,14 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   // Built before the issued tokens start, so that nothing can fail between their start and the
   // registration of the chain's close.
   const staticTokens = createStaticTokenAuthenticator(config.tokens);
-  const jwtTokens = config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)];
+  const jwtTokens = config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt, options.clock)];
   const opaqueTokens = await OpaqueTokenAuthenticator.start({
     store: tokenStore,
     // Background work, not a request: its lines say where they come from instead of a reqId.
     logger: logger.child({ component: "tokens" }),
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
     onQuery: (query) => metrics.tokenStoreQueries.inc({ query }),
+    clock: options.clock,
   });
   const configured = chainAuthenticators([staticTokens, opaqueTokens, ...jwtTokens]);
   // Last-used times still in memory are written before the token store closes.
@@ -180,6 +185,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     redis: sharedCounting,
     logger: rateLimitLogger,
     metrics,
+    clock: options.clock,
   });
   const app = createApp({
     router: appRouter,

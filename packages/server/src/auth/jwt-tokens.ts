@@ -12,6 +12,7 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import { z } from "zod";
+import { systemClock, type Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Authenticator, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
@@ -104,28 +105,56 @@ function isKeySourceFailure(error: unknown): boolean {
  * Signature checks cost tens of microseconds, so a verified token is remembered (by its SHA-256,
  * never the token itself) for up to a minute, and not past its `exp`.
  */
-export function createJwtAuthenticator(options: JwtOptions): Authenticator {
-  // jose writes every key set it fetches here, so the keys it holds can be used without it.
+export function createJwtAuthenticator(options: JwtOptions, clock: Clock = systemClock): Authenticator {
+  // jose only fetches the key set (`reload`, one fetch at a time for everyone waiting) and writes
+  // each one it fetched here. Its age and the cool-down are judged below on `clock`, not by jose's
+  // own Date.now(), so a test can age the set without waiting.
   const fetched: Partial<ExportedJWKSCache> = {};
   const remote =
     "secret" in options.keys
       ? undefined
       : createRemoteJWKSet(new URL(options.keys.jwksUrl), {
-          cooldownDuration: options.keys.cooldownMs,
-          cacheMaxAge: options.keys.maxAgeMs,
           timeoutDuration: 5_000,
           [jwksCache]: fetched as JWKSCacheInput,
         });
-  const keys: Uint8Array | JWTVerifyGetKey =
-    "secret" in options.keys ? new TextEncoder().encode(options.keys.secret) : remote!;
   const algorithms = "secret" in options.keys ? HMAC_ALGORITHMS : ASYMMETRIC_ALGORITHMS;
   const trustFor = "secret" in options.keys ? VERIFIED_CACHE_MS : Math.min(VERIFIED_CACHE_MS, options.keys.maxAgeMs);
   const verified = new Map<string, { principal: Principal; until: number }>();
-  let held: { at: number; keys: JWTVerifyGetKey } | undefined;
+  /** The key set last fetched: jose's stamp of it (`uat`), and when it was fetched by `clock`. */
+  let held: { uat: number; at: number; keys: JWTVerifyGetKey } | undefined;
   // A missing or stale key set is fetched for a blocked address too (else its first valid JWT would
   // wait for the slot), but at most once per cool-down and never more than once a second.
   const refetchGapMs = "secret" in options.keys ? 0 : Math.max(options.keys.cooldownMs, 1_000);
   let refetchedAt = -Infinity;
+
+  /** Whether the set held was fetched less than `ms` ago. */
+  const fetchedWithin = (ms: number) => held !== undefined && clock.now() < held.at + ms;
+
+  /** Fetches the key set (or joins the fetch under way) and holds it. */
+  async function fetchKeys(): Promise<JWTVerifyGetKey> {
+    await remote!.reload();
+    if (fetched.uat === undefined || fetched.jwks === undefined) throw new Error("the key set was not kept");
+    if (held?.uat !== fetched.uat) held = { uat: fetched.uat, at: clock.now(), keys: createLocalJWKSet(fetched.jwks) };
+    return held.keys;
+  }
+
+  /**
+   * The JWKS for jwtVerify: the set held while younger than `maxAgeMs`, else fetched again; a `kid`
+   * it lacks fetches it again unless the last fetch was within the cool-down (key rotation).
+   */
+  const remoteKeys: JWTVerifyGetKey = async (header, token) => {
+    const { cooldownMs, maxAgeMs } = options.keys as { cooldownMs: number; maxAgeMs: number };
+    const current = fetchedWithin(maxAgeMs) ? held!.keys : await fetchKeys();
+    try {
+      return await current(header, token);
+    } catch (error) {
+      if (error instanceof errors.JWKSNoMatchingKey && !fetchedWithin(cooldownMs))
+        return (await fetchKeys())(header, token);
+      throw error;
+    }
+  };
+  const keys: Uint8Array | JWTVerifyGetKey =
+    "secret" in options.keys ? new TextEncoder().encode(options.keys.secret) : remoteKeys;
 
   /**
    * The keys usable for a signature check with no fetch of its own: the secret, or the fetched key
@@ -134,27 +163,24 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
    */
   async function keysInMemory(): Promise<Uint8Array | JWTVerifyGetKey | undefined> {
     if (remote === undefined) return keys;
-    if (!remote.fresh) {
-      if (!remote.reloading) {
-        if (Date.now() - refetchedAt < refetchGapMs) return undefined;
-        refetchedAt = Date.now();
-      }
-      try {
-        await remote.reload();
-      } catch {
-        return undefined;
-      }
+    const { maxAgeMs } = options.keys as { maxAgeMs: number };
+    if (fetchedWithin(maxAgeMs)) return held!.keys;
+    if (!remote.reloading) {
+      if (clock.now() - refetchedAt < refetchGapMs) return undefined;
+      refetchedAt = clock.now();
     }
-    if (fetched.uat === undefined || fetched.jwks === undefined) return undefined;
-    if (held?.at !== fetched.uat) held = { at: fetched.uat, keys: createLocalJWKSet(fetched.jwks) };
-    return held.keys;
+    try {
+      return await fetchKeys();
+    } catch {
+      return undefined;
+    }
   }
 
   return {
     authenticate(token, digest) {
       if (!COMPACT_JWS.test(token)) return undefined;
       const key = (digest ?? sha256(token)).toString("latin1");
-      const now = Date.now();
+      const now = clock.now();
       const cached = verified.get(key);
       if (cached !== undefined) {
         if (now < cached.until) return cached.principal;
@@ -168,7 +194,7 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
     authenticateFromMemory(token, digest) {
       if (!COMPACT_JWS.test(token)) return "invalid";
       const key = (digest ?? sha256(token)).toString("latin1");
-      const now = Date.now();
+      const now = clock.now();
       const cached = verified.get(key);
       if (cached !== undefined && now < cached.until) return cached.principal;
       if (!couldVerify(token, now)) return "invalid";
@@ -220,6 +246,7 @@ export function createJwtAuthenticator(options: JwtOptions): Authenticator {
         audience: options.audience,
         algorithms,
         clockTolerance: options.clockSkewSec,
+        currentDate: new Date(now),
         requiredClaims: ["exp", "sub"],
       }));
     } catch (error) {

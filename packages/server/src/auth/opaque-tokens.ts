@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
-import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
+import { systemClock, type Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
@@ -41,7 +41,22 @@ export type OpaqueTokenOptions = {
   onQuery?: (query: TokenStoreQuery) => void;
   /** How many active tokens are held at most; MAX_HELD_TOKENS unless a test needs the beyond. */
   maxHeld?: number;
+  /** Times expiry, the cache's staleness, the poll and the flush; the wall clock unless a test moves one on. */
+  clock?: Clock | undefined;
 };
+
+/** Calls `run` every `ms` of the clock's time (the next call is set before this one runs); returns what stops it. */
+function every(clock: Clock, ms: number, run: () => unknown): () => void {
+  let cancel = () => {};
+  const arm = () => {
+    cancel = clock.setTimer(() => {
+      arm();
+      return run();
+    }, ms);
+  };
+  arm();
+  return () => cancel();
+}
 
 function entryOf(record: TokenRecord & { secretHash: Buffer }): Exclude<CacheEntry, null> {
   return {
@@ -76,6 +91,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   readonly #logger: Logger;
   readonly #onQuery: (query: TokenStoreQuery) => void;
   readonly #maxHeld: number;
+  readonly #clock: Clock;
   #cache = new Map<string, CacheEntry>();
   /** True while #cache holds every active token: an id not in it is not a valid token. */
   #complete = false;
@@ -88,7 +104,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   #nextCheck: Promise<void> | undefined;
   #pollFailing = false;
   #lastUsed = new Map<string, number>();
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #stopTimers: Array<() => void> = [];
   #closed: Promise<void> | undefined;
 
   private constructor(options: OpaqueTokenOptions) {
@@ -96,12 +112,16 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     this.#logger = options.logger;
     this.#onQuery = options.onQuery ?? (() => undefined);
     this.#maxHeld = options.maxHeld ?? MAX_HELD_TOKENS;
+    this.#clock = options.clock ?? systemClock;
   }
 
   static async start(options: OpaqueTokenOptions): Promise<OpaqueTokenAuthenticator> {
     const authenticator = new OpaqueTokenAuthenticator(options);
     await authenticator.#refresh();
-    const poll = setInterval(() => {
+    const clock = authenticator.#clock;
+    // The clock's timers do not keep the process alive on their own. Each returns its work, so a
+    // test that moves the clock on knows when the poll or the flush has finished.
+    const stopPoll = every(clock, REFRESH_INTERVAL_MS, () =>
       authenticator.#refresh().then(
         () => {
           if (authenticator.#pollFailing) authenticator.#logger.info("token store reachable again");
@@ -112,13 +132,10 @@ export class OpaqueTokenAuthenticator implements Authenticator {
             authenticator.#logger.warn({ err: error }, "cannot check the token store for revocations");
           authenticator.#pollFailing = true;
         },
-      );
-    }, REFRESH_INTERVAL_MS);
-    const flush = setInterval(() => void authenticator.#flushLastUsed(), options.lastUsedFlushMs);
-    // Neither keeps the process alive on its own.
-    poll.unref();
-    flush.unref();
-    authenticator.#timers.push(poll, flush);
+      ),
+    );
+    const stopFlush = every(clock, options.lastUsedFlushMs, () => authenticator.#flushLastUsed());
+    authenticator.#stopTimers.push(stopPoll, stopFlush);
     return authenticator;
   }
 
@@ -151,12 +168,13 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     token: string,
     digest: Buffer | undefined,
   ): Principal | undefined | Promise<Principal | undefined> {
-    if (verdict === "unknown") return this.#load(id).then((entry) => this.#check(entry, id, token, digest, Date.now()));
+    if (verdict === "unknown")
+      return this.#load(id).then((entry) => this.#check(entry, id, token, digest, this.#clock.now()));
     return verdict === "invalid" ? undefined : verdict;
   }
 
   #recall(id: string, token: string, digest: Buffer | undefined): MemoryVerdict | Promise<MemoryVerdict> {
-    const arrived = Date.now();
+    const arrived = this.#clock.now();
     if (arrived - this.#checkedAt > MAX_STALENESS_MS)
       return this.#unavailableOnFailure(this.#refresh()).then(() => this.#fromCache(id, token, digest, arrived));
     return this.#fromCache(id, token, digest, arrived);
@@ -178,7 +196,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   /** The verdict from the cache; undefined when every active token is held and this id is not. */
   #held(id: string, token: string, digest: Buffer | undefined): MemoryVerdict | undefined {
     const entry = this.#cache.get(id);
-    if (entry !== undefined) return this.#check(entry, id, token, digest, Date.now()) ?? "invalid";
+    if (entry !== undefined) return this.#check(entry, id, token, digest, this.#clock.now()) ?? "invalid";
     return this.#complete ? undefined : "unknown";
   }
 
@@ -193,8 +211,8 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     this.#nextCheck ??= (async () => {
       try {
         await this.#noCheckInFlight();
-        const wait = this.#checkStartedAt + ON_DEMAND_CHECK_GAP_MS - Date.now();
-        if (wait > 0) await delay(wait);
+        const wait = this.#checkStartedAt + ON_DEMAND_CHECK_GAP_MS - this.#clock.now();
+        if (wait > 0) await new Promise<void>((resolve) => this.#clock.setTimer(resolve, wait));
         // The poll may have started one meanwhile, before some of the requests waiting arrived.
         await this.#noCheckInFlight();
       } finally {
@@ -247,7 +265,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
   /** One change check at a time; concurrent callers share it. */
   #refresh(): Promise<void> {
     this.#checking ??= (async () => {
-      const started = Date.now();
+      const started = this.#clock.now();
       this.#checkStartedAt = started;
       try {
         this.#onQuery("change_version");
@@ -277,7 +295,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
     let records;
     try {
       this.#onQuery("active_tokens");
-      records = await this.#store.activeTokens(Date.now(), this.#maxHeld);
+      records = await this.#store.activeTokens(this.#clock.now(), this.#maxHeld);
     } catch (error) {
       this.#cache = new Map();
       this.#complete = false;
@@ -302,7 +320,7 @@ export class OpaqueTokenAuthenticator implements Authenticator {
 
   close(): Promise<void> {
     this.#closed ??= (async () => {
-      for (const timer of this.#timers) clearInterval(timer);
+      for (const stop of this.#stopTimers) stop();
       await this.#checking?.catch(() => undefined);
       await this.#flushLastUsed();
     })();

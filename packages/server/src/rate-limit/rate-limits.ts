@@ -1,9 +1,11 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { systemClock, type Clock } from "../clock.ts";
 import type { Metrics } from "../metrics.ts";
 import type { CircuitBreaker } from "../resilience/circuit-breaker.ts";
 import { addressGroup } from "./address-group.ts";
+import { MemoryWindows } from "./memory-windows.ts";
 
 /** `points` requests per `windowSec` seconds (a fixed window per key). */
 export type RateLimitPolicy = { name: string; points: number; windowSec: number };
@@ -57,21 +59,27 @@ export type SharedCounting = { client: Redis; prefix: string; breaker: CircuitBr
  */
 class Counter {
   readonly policy: RateLimitPolicy;
-  readonly #memory: RateLimiterMemory;
+  readonly #memory: MemoryWindows;
   readonly #shared: { limiter: RateLimiterRedis; breaker: CircuitBreaker } | undefined;
   readonly #onFallback: (error: unknown) => void;
 
-  constructor(policy: RateLimitPolicy, redis: SharedCounting | undefined, onFallback: (error: unknown) => void) {
+  constructor(
+    policy: RateLimitPolicy,
+    redis: SharedCounting | undefined,
+    clock: Clock,
+    onFallback: (error: unknown) => void,
+  ) {
     this.policy = policy;
     this.#onFallback = onFallback;
-    const options = { points: policy.points, duration: policy.windowSec, keyPrefix: policy.name };
-    this.#memory = new RateLimiterMemory(options);
+    this.#memory = new MemoryWindows({ points: policy.points, windowSec: policy.windowSec, clock });
+    // Redis times its windows itself (a key's expiry), whatever the clock says.
     this.#shared =
       redis === undefined
         ? undefined
         : {
             limiter: new RateLimiterRedis({
-              ...options,
+              points: policy.points,
+              duration: policy.windowSec,
               storeClient: redis.client,
               keyPrefix: `${redis.prefix}${policy.name}`,
               // Answer from memory at once while disconnected, instead of queueing behind a reconnect.
@@ -112,23 +120,25 @@ export class AddressBlock {
   readonly until: number;
   readonly #policy: RateLimitPolicy;
   readonly #metrics: Metrics;
+  readonly #clock: Clock;
   #fullCheckAfter = 0;
 
-  constructor(until: number, policy: RateLimitPolicy, metrics: Metrics) {
+  constructor(until: number, policy: RateLimitPolicy, metrics: Metrics, clock: Clock) {
     this.until = until;
     this.#policy = policy;
     this.#metrics = metrics;
+    this.#clock = clock;
   }
 
   /** The refusal, with Retry-After at the end of the window, counted in the metrics. */
   refuse(): LimitDecision {
     this.#metrics.rateLimited.inc({ reason: "auth_failures" });
-    return refusal(this.#policy, this.until - Date.now());
+    return refusal(this.#policy, this.until - this.#clock.now());
   }
 
   /** Takes the slot for one full check; false while it is taken. */
   claimFullCheck(): boolean {
-    const now = Date.now();
+    const now = this.#clock.now();
     if (now < this.#fullCheckAfter) return false;
     this.#fullCheckAfter = now + (this.#policy.windowSec * 1000) / this.#policy.points;
     return true;
@@ -148,6 +158,8 @@ export type RateLimitsOptions = {
   redis?: SharedCounting | undefined;
   logger: Logger;
   metrics: Metrics;
+  /** Times the windows counted in memory and the address blocks; the wall clock unless a test moves one on. */
+  clock?: Clock | undefined;
 };
 
 /**
@@ -162,20 +174,23 @@ export class RateLimits {
   readonly #blocked = new Map<string, AddressBlock>();
   readonly #logger: Logger;
   readonly #metrics: Metrics;
-  #lastWarning = 0;
+  readonly #clock: Clock;
+  #lastWarning = -Infinity;
 
   constructor(options: RateLimitsOptions) {
     this.#logger = options.logger;
     this.#metrics = options.metrics;
+    const clock = (this.#clock = options.clock ?? systemClock);
     const onFallback = (error: unknown) => this.#fallback(error);
-    this.#token = options.token === null ? undefined : new Counter(options.token, options.redis, onFallback);
-    this.#authFailures =
-      options.authFailures === null ? undefined : new Counter(options.authFailures, options.redis, onFallback);
+    const counter = (policy: RateLimitPolicy | null) =>
+      policy === null ? undefined : new Counter(policy, options.redis, clock, onFallback);
+    this.#token = counter(options.token);
+    this.#authFailures = counter(options.authFailures);
   }
 
   #fallback(error: unknown): void {
     this.#metrics.rateLimitFallbacks.inc();
-    const now = Date.now();
+    const now = this.#clock.now();
     if (now - this.#lastWarning < WARN_EVERY_MS) return;
     this.#lastWarning = now;
     this.#logger.warn(
@@ -207,7 +222,7 @@ export class RateLimits {
     const address = addressGroup(addressOf());
     const block = this.#blocked.get(address);
     if (block === undefined) return undefined;
-    if (block.until <= Date.now()) {
+    if (block.until <= this.#clock.now()) {
       this.#blocked.delete(address);
       return undefined;
     }
@@ -228,7 +243,12 @@ export class RateLimits {
     } catch (thrown) {
       if (!(thrown instanceof RateLimiterRes)) throw thrown;
       if (this.#blocked.size >= MAX_BLOCKED_ADDRESSES) this.#blocked.delete(this.#blocked.keys().next().value!);
-      const block = new AddressBlock(Date.now() + thrown.msBeforeNext, counter.policy, this.#metrics);
+      const block = new AddressBlock(
+        this.#clock.now() + thrown.msBeforeNext,
+        counter.policy,
+        this.#metrics,
+        this.#clock,
+      );
       this.#blocked.set(address, block);
       return block.refuse();
     }

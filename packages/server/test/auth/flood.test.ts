@@ -4,11 +4,11 @@ import { Agent, request as httpRequest } from "node:http";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from "jose";
+import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 import { issueToken, startJwksServer, startServerProcess, type ServerProcess } from "../support/token-helpers.ts";
-import { waitFor } from "../support/wait-for.ts";
 
 /**
  * Issue 23, defect 2: from a client address over its failed-authentication limit, a flood of
@@ -146,7 +146,7 @@ describe("valid tokens from a blocked address under a flood of forged ones (issu
                 () => `5 tries of the first token, got ${honest.opaque.length}`,
               ],
             ] as const) {
-              await waitFor(ready, FLOOD_MS + 5_000, what);
+              await eventually(ready, { what, timeoutMs: FLOOD_MS + 5_000, intervalMs: 50 });
               if (!over()) opaqueTokens.push((await issueToken(database.url)).token);
             }
           })();
@@ -219,7 +219,7 @@ describe("valid tokens from a blocked address under a flood of forged ones (issu
           );
         } finally {
           agent.destroy();
-          for (const server of servers) await server.stop();
+          await Promise.all(servers.map((server) => server.stop()));
           jwks.close();
           if (instances === 2) {
             const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });

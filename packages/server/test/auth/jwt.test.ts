@@ -5,6 +5,7 @@ import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type J
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JwtConfig } from "../../src/config.ts";
 import { expectErrorShape, startTestServer, type TestServer } from "../support/harness.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
 
 const ISSUER = "https://idp.example.test/";
 const AUDIENCE = "plantstore";
@@ -75,13 +76,15 @@ describe("JWT bearer tokens verified against a JWKS", () => {
   let keyA: KeyPair;
   let keyB: KeyPair;
   let nextId = 1;
+  /** The server's clock: the key set's age and the verified-token cache are timed by it. */
+  const clock = new SkippableClock();
 
   beforeAll(async () => {
     [keyA, keyB] = await Promise.all([rsaKey("key-a"), rsaKey("key-b")]);
     jwks = await startJwksServer();
     jwks.setKeys([keyA.jwk]);
     // No cool-down, so a new kid is fetched at once; a short max age, so a withdrawn key stops working.
-    server = await startTestServer({ jwt: jwtConfig({ jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 500 }) });
+    server = await startTestServer({ jwt: jwtConfig({ jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 500 }) }, { clock });
   });
   afterAll(async () => {
     await server?.close();
@@ -227,7 +230,7 @@ describe("JWT bearer tokens verified against a JWKS", () => {
     expect((await create(tokenA)).status).toBe(200);
     jwks.setKeys([keyB.jwk]);
     // PLANTSTORE_JWKS_MAX_AGE_MS is 500 ms here; verified tokens are trusted no longer than that.
-    await new Promise((r) => setTimeout(r, 700));
+    await clock.skip(500);
     const response = await create(tokenA);
     expectErrorShape(response, 401, 40101);
     expect(response.headers["www-authenticate"]).toBe(INVALID);

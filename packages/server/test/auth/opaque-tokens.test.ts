@@ -1,13 +1,17 @@
 import { createHash } from "node:crypto";
 import { readFileSync, existsSync } from "node:fs";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newOpaqueToken, OPAQUE_TOKEN_PATTERN } from "../../src/auth/opaque-token.ts";
 import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
 import { databaseUrlOf, issueToken, listTokens, revokeToken } from "../support/token-helpers.ts";
 
 let server: TestServer;
+/** The server's clock: expiry and the last-used flush are timed by it, so the tests move it on. */
+const clock = new SkippableClock();
 beforeAll(async () => {
-  server = await startTestServer({ tokenLastUsedFlushMs: 300 });
+  server = await startTestServer({ tokenLastUsedFlushMs: 300 }, { clock });
 });
 afterAll(async () => {
   await server.close();
@@ -71,12 +75,10 @@ describe("issued API tokens (ps_…)", () => {
     expectErrorShape(await create(issued.token), 401, 40101);
     const createdAt = Date.now();
     await issueToken(databaseUrlOf(server), { issued });
-    let status = 401;
-    while (status === 401 && Date.now() - createdAt < 1_000) {
-      status = (await create(issued.token)).status;
-      if (status === 401) await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(status).toBe(200);
+    await eventually(async () => (await create(issued.token)).status === 200, {
+      what: "the new token accepted",
+      timeoutMs: 1_000 - (Date.now() - createdAt),
+    });
   });
 
   it.each([
@@ -91,9 +93,13 @@ describe("issued API tokens (ps_…)", () => {
   });
 
   it("an expired token answers 401 (40101), the moment it expires", async () => {
-    const { token } = await issueToken(databaseUrlOf(server), { expiresAt: Date.now() + 1_000 });
+    const expiresAt = clock.now() + 60_000;
+    const { token } = await issueToken(databaseUrlOf(server), { expiresAt });
     expect((await create(token)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1_100));
+    // Shortly before its expiry it still works (the margin is for the request's own time); at its expiry it does not.
+    await clock.skip(expiresAt - 5_000 - clock.now());
+    expect((await create(token)).status).toBe(200);
+    await clock.skip(expiresAt - clock.now());
     const response = await create(token);
     expectErrorShape(response, 401, 40101);
     expect(response.headers["www-authenticate"]).toBe(INVALID);
@@ -104,12 +110,10 @@ describe("issued API tokens (ps_…)", () => {
     expect((await create(token)).status).toBe(200);
     const revokedAt = Date.now();
     expect((await revokeToken(databaseUrlOf(server), id))?.revokedAt).not.toBeNull();
-    let status = 200;
-    while (status === 200) {
-      status = (await create(token)).status;
-      if (status === 200) await new Promise((r) => setTimeout(r, 20));
-      expect(Date.now() - revokedAt).toBeLessThan(1_000);
-    }
+    await eventually(async () => (await create(token)).status !== 200, {
+      what: "the revoked token refused",
+      timeoutMs: 1_000 - (Date.now() - revokedAt),
+    });
     const response = await create(token);
     expectErrorShape(response, 401, 40101);
     expect(response.headers["www-authenticate"]).toBe(INVALID);
@@ -119,7 +123,11 @@ describe("issued API tokens (ps_…)", () => {
     const first = await issueToken(databaseUrlOf(server), { name: "importer" });
     expect((await revokeToken(databaseUrlOf(server), "importer"))?.id).toBe(first.id);
     const second = await issueToken(databaseUrlOf(server), { name: "importer" });
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Within the promised second: the revocation before the new token, seen together.
+    await eventually(async () => (await create(second.token)).status === 200, {
+      what: "the new token of that name accepted",
+      timeoutMs: 1_000,
+    });
     expectErrorShape(await create(first.token), 401, 40101);
     expect((await create(second.token)).status).toBe(200);
   });
@@ -153,17 +161,14 @@ describe("issued API tokens (ps_…)", () => {
 
   it("records last use without a write per request: in memory first, then one flush", async () => {
     const { id, token } = await issueToken(databaseUrlOf(server));
-    const before = Date.now();
+    const before = clock.now();
+    const lastUsed = async () => (await listTokens(databaseUrlOf(server))).find((t) => t.id === id)?.lastUsedAt ?? null;
     for (let i = 0; i < 5; i++) expect((await list(token)).status).toBe(200);
-    // The flush runs every 300 ms here; within a few of them the time is there.
-    let lastUsedAt: number | null = null;
-    for (let i = 0; i < 40 && lastUsedAt === null; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      lastUsedAt = (await listTokens(databaseUrlOf(server))).find((t) => t.id === id)?.lastUsedAt ?? null;
-    }
-    expect(lastUsedAt).not.toBeNull();
+    // The flush runs every 300 ms here: moved on by as much, the time is written (or being written).
+    await clock.skip(300);
+    const lastUsedAt = await eventually(lastUsed, { what: "the last-used time written", timeoutMs: 2_000 });
     expect(lastUsedAt!).toBeGreaterThanOrEqual(before);
-    expect(lastUsedAt!).toBeLessThanOrEqual(Date.now());
+    expect(lastUsedAt!).toBeLessThanOrEqual(clock.now());
   });
 });
 

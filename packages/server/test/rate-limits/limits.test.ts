@@ -1,11 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
+import { globalAgent } from "node:http";
 import { createServer, connect, type Server, type Socket } from "node:net";
+import { eventually } from "@plantstore/test-support/eventually";
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer, type Config } from "../../src/index.ts";
+import { startServer, type Clock, type Config } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { openStore } from "../../src/storage/open-store.ts";
 import {
   expectErrorShape,
   logLines,
@@ -15,6 +18,7 @@ import {
   TOKEN,
   type TestResponse,
 } from "../support/harness.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
 import {
   databaseUrlOf,
@@ -24,7 +28,6 @@ import {
   type ServerProcess,
 } from "../support/token-helpers.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const get = (url: string, token?: string) =>
   rawRequest(url, {
     method: "GET",
@@ -48,9 +51,11 @@ function expectRateLimited(response: TestResponse, policy: string, quota: number
 
 describe("the per-token limit", () => {
   it("announces the policy on every answer, refuses with 429 once spent, and recovers after the window", async () => {
-    await using server = await startTestServer({
-      rateLimits: { token: { name: "token", points: 3, windowSec: 2 }, authFailures: null },
-    });
+    const clock = new SkippableClock();
+    await using server = await startTestServer(
+      { rateLimits: { token: { name: "token", points: 3, windowSec: 2 }, authFailures: null } },
+      { clock },
+    );
     const { token } = await issueToken(databaseUrlOf(server));
     const send = () => server.send({ method: "GET", path: "/plants", headers: { authorization: `Bearer ${token}` } });
     for (const remaining of [2, 1, 0]) {
@@ -74,7 +79,7 @@ describe("the per-token limit", () => {
     });
     expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="token"\} 2/);
 
-    await sleep(retryAfter * 1000 + 100);
+    await clock.skip(retryAfter * 1000);
     const again = await send();
     expect(again.status).toBe(200);
     expect(again.headers["ratelimit"]).toMatch(/^"token";r=2;t=[0-2]$/);
@@ -111,9 +116,11 @@ describe("the per-token limit for JWTs, per subject", () => {
 
 describe("the failed-authentication limit per client address", () => {
   it("refuses an address's wrong tokens with 429 once over it, until the window ends; valid tokens are still served", async () => {
-    await using server = await startTestServer({
-      rateLimits: { token: null, authFailures: { name: "auth-failures", points: 3, windowSec: 2 } },
-    });
+    const clock = new SkippableClock();
+    await using server = await startTestServer(
+      { rateLimits: { token: null, authFailures: { name: "auth-failures", points: 3, windowSec: 2 } } },
+      { clock },
+    );
     const { token } = await issueToken(databaseUrlOf(server));
     for (let i = 0; i < 3; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     const refused = await server.send({ method: "GET", path: "/plants", headers: { authorization: "Bearer wrong-4" } });
@@ -132,7 +139,7 @@ describe("the failed-authentication limit per client address", () => {
     expect(metrics.status).toBe(200);
     expect(metrics.text).toMatch(/plantstore_rate_limited_total\{reason="auth_failures"\} 2/);
 
-    await sleep(retryAfter * 1000 + 100);
+    await clock.skip(retryAfter * 1000);
     expect((await get(server.url, token)).status).toBe(200);
     expectErrorShape(await get(server.url, "wrong-6"), 401, 40101);
   });
@@ -284,14 +291,30 @@ describe("rate limits when Redis is down (fail open to per-instance counts)", ()
         headers: { authorization: `Bearer ${TOKEN}` },
       });
       expect(metrics.text).toMatch(/plantstore_rate_limit_fallbacks_total [1-9]/);
-      await sleep(50);
-      const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
-      expect(warnings.some((l) => /Redis/.test(l.msg))).toBe(true);
+      // The log is written asynchronously: the warning is there once the log has caught up.
+      await eventually(
+        () =>
+          lines
+            .map((l) => JSON.parse(l) as { level: number; msg: string })
+            .some((l) => l.level === 40 && /Redis/.test(l.msg)),
+        { what: "a warning naming Redis in the log", timeoutMs: 2_000 },
+      );
     } finally {
+      // Done with it as a client: its idle keep-alive connections would hold the stop for its grace.
+      globalAgent.destroy();
       await running.close();
     }
   });
 });
+
+/**
+ * Two `plantstore-server serve` processes on one database, started side by side once it is
+ * migrated (as `plantstore-server migrate` would), so that they do not race to migrate it.
+ */
+async function startTwoProcesses(env: Record<string, string>): Promise<ServerProcess[]> {
+  await (await openStore(env["DATABASE_URL"]!)).close();
+  return Promise.all([startServerProcess(env), startServerProcess(env)]);
+}
 
 /**
  * Two server processes sharing one SQLite file and the real Redis at REDIS_URL (default
@@ -311,7 +334,7 @@ describe("the per-token limit shared through Redis by two server processes", () 
     database = await createTestDatabase();
   });
   afterAll(async () => {
-    for (const server of servers) await server.stop();
+    await Promise.all(servers.map((server) => server.stop()));
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
     redis.disconnect();
@@ -349,7 +372,8 @@ describe("the per-token limit shared through Redis by two server processes", () 
 
       proxy.close();
       for (const s of sockets) s.destroy();
-      await sleep(100);
+      // Until both ends of the relay are closed, so the server's Redis connection is gone.
+      await eventually(() => sockets.size === 0, { what: "the relay's connections closed" });
       const started = Date.now();
       const during = await get(server.url, token);
       expect(during.status).toBe(200);
@@ -358,13 +382,13 @@ describe("the per-token limit shared through Redis by two server processes", () 
 
       proxy = relay().listen(port, "127.0.0.1");
       await once(proxy, "listening");
-      let shared = false;
-      for (let i = 0; i < 60 && !shared; i++) {
-        await sleep(100);
-        expect((await get(server.url, token)).status).toBe(200);
-        shared = Number(await redis.get(key)) > 1;
-      }
-      expect(shared).toBe(true);
+      await eventually(
+        async () => {
+          expect((await get(server.url, token)).status).toBe(200);
+          return Number(await redis.get(key)) > 1;
+        },
+        { what: "the count shared in Redis again once it is back", timeoutMs: 6_000, intervalMs: 100 },
+      );
     } finally {
       proxy.close();
       for (const s of sockets) s.destroy();
@@ -379,8 +403,7 @@ describe("the per-token limit shared through Redis by two server processes", () 
       PLANTSTORE_REDIS_PREFIX: prefix,
       PLANTSTORE_RATE_LIMIT_TOKEN: "5/60s",
     };
-    servers.push(await startServerProcess(env));
-    servers.push(await startServerProcess(env));
+    servers.push(...(await startTwoProcesses(env)));
     const [a, b] = servers as [ServerProcess, ServerProcess];
     const { token } = await issueToken(env.DATABASE_URL);
     const remaining: string[] = [];
@@ -420,21 +443,26 @@ describe("valid tokens from an address over its failed-authentication limit (iss
       new SignJWT(payload).setProtectedHeader({ alg: "RS256", kid }).sign(key);
     // window / points = 1 s: the pace of full checks a blocked address gets.
     const authFailures = { name: "auth-failures", points: 5, windowSec: 5 };
+    const clock = new SkippableClock();
     try {
-      await using server = await startTestServer({
-        // cooldownMs 0: every token naming an unknown `kid` fetches the key set again, so fetches count checks.
-        jwt: {
-          issuer: ISSUER,
-          audience: AUDIENCE,
-          keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 },
-          clockSkewSec: 30,
+      await using server = await startTestServer(
+        {
+          // cooldownMs 0: every token naming an unknown `kid` fetches the key set again, so fetches count checks.
+          jwt: {
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            keys: { jwksUrl: jwks.url, cooldownMs: 0, maxAgeMs: 60_000 },
+            clockSkewSec: 30,
+          },
+          rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures },
         },
-        rateLimits: { token: { name: "token", points: 100, windowSec: 60 }, authFailures },
-      });
+        { clock },
+      );
       const issued = await issueToken(databaseUrlOf(server));
       // Until the server has seen the new token (its cache is dropped at every token change), as a
-      // caller would find it: the issued token is first used from the blocked address, and stays cached.
-      await sleep(1_000);
+      // caller would find it: the issued token is first used from the blocked address, and stays
+      // cached. A second on the server's clock: its token poll has run, or its cache is overdue.
+      await clock.skip(1_000);
       const jwt = await sign(claims());
 
       for (let i = 0; i < 5; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
@@ -481,7 +509,7 @@ describe("valid tokens from an address over its failed-authentication limit (iss
       // Tokens already verified are still served at once in the middle of the flood.
       for (const token of [TOKEN, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
 
-      await sleep(retryAfter * 1000 + 100);
+      await clock.skip(retryAfter * 1000);
       // A new window, a new allowance (of five failures).
       for (const token of [wrong[0]!, wrong[1]!, wrong[3]!, wrong[5]!])
         expectErrorShape(await get(server.url, token), 401, 40101);
@@ -492,24 +520,63 @@ describe("valid tokens from an address over its failed-authentication limit (iss
   });
 });
 
+/**
+ * The wall clock, plus time the test makes pass as a stalled process sees it: `stall(ms)` moves the
+ * clock on at once while the timers that fall due wait, as they would behind a busy event loop,
+ * until `resume()`.
+ */
+class StallableClock implements Clock {
+  #stalledMs = 0;
+  #held: Array<() => unknown> | undefined;
+
+  now(): number {
+    return Date.now() + this.#stalledMs;
+  }
+
+  setTimer(callback: () => unknown, ms: number): () => void {
+    let cancelled = false;
+    const run = () => {
+      if (!cancelled) void callback();
+    };
+    const timer = setTimeout(() => (this.#held === undefined ? run() : this.#held.push(run)), ms);
+    timer.unref();
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+    };
+  }
+
+  stall(ms: number): void {
+    this.#stalledMs += ms;
+    this.#held ??= [];
+  }
+
+  resume(): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const callback of held) void callback();
+  }
+}
+
 describe("a valid issued token from a blocked address when the token cache is overdue for its change check", () => {
   it("is served after the change check every request shares, not sent to the address's one full check", async () => {
-    await using server = await startTestServer({
-      rateLimits: { token: null, authFailures: { name: "auth-failures", points: 2, windowSec: 10 } },
-    });
+    const clock = new StallableClock();
+    await using server = await startTestServer(
+      { rateLimits: { token: null, authFailures: { name: "auth-failures", points: 2, windowSec: 10 } } },
+      { clock },
+    );
     const issued = await issueToken(databaseUrlOf(server));
-    await sleep(1_000);
     expect((await get(server.url, issued.token)).status).toBe(200);
     for (let i = 0; i < 2; i++) expectErrorShape(await get(server.url, `wrong-${i}`), 401, 40101);
     expectRateLimited(await get(server.url, "wrong-2"), "auth-failures", 2, 10);
     // A token id that does not exist is refused (it would once have taken the address's full check)...
     expectRateLimited(await get(server.url, `ps_${"0".repeat(16)}_${"A".repeat(43)}`), "auth-failures", 2, 10);
-    // ...and the server stalls past the 750 ms its token cache is trusted without a change check.
-    // (On SQLite the overdue poll runs, and ends, before the request is read; on PostgreSQL the
-    // check is a round trip, so the request finds the cache overdue.)
-    const stalledUntil = Date.now() + 1_000;
-    while (Date.now() < stalledUntil);
+    // ...and the server stalls past the 750 ms its token cache is trusted without a change check:
+    // its clock moves on a second while its timers (the token poll) wait, so the request finds
+    // the cache overdue, on either backend.
+    clock.stall(1_000);
     expect((await get(server.url, issued.token)).status).toBe(200);
+    clock.resume();
   });
 });
 
@@ -528,15 +595,15 @@ describe("valid tokens from a blocked address, two server processes sharing Redi
       PLANTSTORE_TOKENS: staticToken,
       REDIS_URL: redisUrl,
       PLANTSTORE_REDIS_PREFIX: prefix,
-      PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: "3/6s",
+      // A short window: the test waits for its end (Redis times it, not a clock the test can move).
+      PLANTSTORE_RATE_LIMIT_AUTH_FAILURES: "3/2s",
       PLANTSTORE_JWT_ISSUER: ISSUER,
       PLANTSTORE_JWT_AUDIENCE: AUDIENCE,
       PLANTSTORE_JWT_SECRET: secret,
     };
     const servers: ServerProcess[] = [];
     try {
-      servers.push(await startServerProcess(env));
-      servers.push(await startServerProcess(env));
+      servers.push(...(await startTwoProcesses(env)));
       const [a, b] = servers as [ServerProcess, ServerProcess];
       const issued = await issueToken(database.url);
       const jwt = await new SignJWT(claims())
@@ -545,19 +612,30 @@ describe("valid tokens from a blocked address, two server processes sharing Redi
 
       // Three failures between them use up the shared allowance; the next one on either is refused.
       for (const server of [a, b, a]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
-      expectRateLimited(await get(b.url, "wrong"), "auth-failures", 3, 6);
-      expectRateLimited(await get(a.url, "wrong"), "auth-failures", 3, 6);
+      expectRateLimited(await get(b.url, "wrong"), "auth-failures", 3, 2);
+      expectRateLimited(await get(a.url, "wrong"), "auth-failures", 3, 2);
 
       let retryAfter = 0;
       for (const server of [a, b]) {
         for (const token of [staticToken, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
-        retryAfter = expectRateLimited(await get(server.url, issued.token.slice(0, -1) + "x"), "auth-failures", 3, 6);
+        retryAfter = expectRateLimited(await get(server.url, issued.token.slice(0, -1) + "x"), "auth-failures", 3, 2);
       }
-      await sleep(retryAfter * 1000 + 100);
-      for (const server of [a, b]) expectErrorShape(await get(server.url, "wrong"), 401, 40101);
+      // Within the Retry-After announced (and 100 ms), each process answers a wrong token with 401
+      // again; a 429 before that is not counted, so the two 401s are two failures of the new window.
+      const waitedFrom = Date.now();
+      for (const server of [a, b]) {
+        const answer = await eventually(
+          async () => {
+            const response = await get(server.url, "wrong");
+            return response.status === 429 ? undefined : response;
+          },
+          { what: "401 again after the window", timeoutMs: retryAfter * 1000 + 100 - (Date.now() - waitedFrom) },
+        );
+        expectErrorShape(answer, 401, 40101);
+      }
       for (const server of servers) expect(server.output()).not.toContain(issued.token);
     } finally {
-      for (const server of servers) await server.stop();
+      await Promise.all(servers.map((server) => server.stop()));
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Agent, request as httpRequest } from "node:http";
+import { eventually } from "@plantstore/test-support/eventually";
 import { startFaultProxy, type FaultProxy } from "@plantstore/test-support/fault-proxy";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 import { issueToken } from "../support/token-helpers.ts";
-import { waitFor } from "../support/wait-for.ts";
 
 /** The shared Redis (CI has one; not reachable is a failure, not a skip). */
 const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
@@ -167,14 +167,13 @@ describe("rate limits shared through Redis when Redis hangs or refuses (the circ
         const opened = { a: false, b: false };
         const noticed = () => (opened.a && opened.b) || Date.now() >= graceEnds;
         const noticing = load([a, b], loadToken.token, { perConnection: Number.MAX_SAFE_INTEGER, until: noticed });
-        await waitFor(
-          noticed,
-          5_000,
-          () => "the first 2 s of the fault",
+        await eventually(
           async () => {
             opened.a = (await circuitOpen(a)) === 1;
             opened.b = (await circuitOpen(b)) === 1;
+            return noticed();
           },
+          { what: "the first 2 s of the fault", timeoutMs: 5_000, intervalMs: 50 },
         );
         expect((await noticing).every((answer) => answer.status === 200)).toBe(true);
 
@@ -204,15 +203,11 @@ describe("rate limits shared through Redis when Redis hangs or refuses (the circ
 
         for (const proxy of faulty) proxy.pass();
         const thawed = Date.now();
-        let shared = false;
-        await waitFor(
-          () => shared,
-          5_000,
-          () => `shared counting ${Date.now() - thawed} ms after Redis answers again`,
-          async () => {
-            shared = await countsShared();
-          },
-        );
+        await eventually(countsShared, {
+          what: () => `shared counting ${Date.now() - thawed} ms after Redis answers again`,
+          timeoutMs: 5_000,
+          intervalMs: 50,
+        });
         expect(Date.now() - thawed).toBeLessThan(5_000);
         for (const server of [a, b]) {
           expect(await circuitOpen(server)).toBe(0);

@@ -239,6 +239,10 @@ describe("the tarballs installed with npm into a project outside the workspace",
     for (const path of ["/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css", "/openapi.json"]) {
       expect((await fetch(`${server!.url}${path}`)).status, path).toBe(200);
     }
+    // The document's version is read from the package's own package.json, found from dist/.
+    const document = (await (await fetch(`${server!.url}/openapi.json`)).json()) as { info: { version: string } };
+    const manifest = packed.find((p) => p.name === "@plantstore/server")!.manifest;
+    expect(document.info.version).toBe(manifest["version"]);
   });
 
   it("imports @plantstore/client from an ESM script and creates a plant (an id above 2^53, exact)", async () => {

@@ -38,7 +38,7 @@ export type PlantStoreClient = {
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-function plantsUrl(baseUrl: string): string {
+function serviceRoot(baseUrl: string): string {
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -48,8 +48,8 @@ function plantsUrl(baseUrl: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new TypeError(`baseUrl must be http: or https:, not ${url.protocol}`);
   }
-  // Keeps any path prefix (`https://host/api/` → `https://host/api/plants`), slash or not.
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}/plants`;
+  // Keeps any path prefix (`https://host/api/` → `https://host/api`), slash or not.
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
 /**
@@ -57,19 +57,19 @@ function plantsUrl(baseUrl: string): string {
  * browsers. Configuration mistakes (bad URL, malformed token) throw a TypeError here, at once.
  */
 export function createPlantStoreClient(options: PlantStoreClientOptions): PlantStoreClient {
-  const url = plantsUrl(options.baseUrl);
+  const root = serviceRoot(options.baseUrl);
   if (typeof options.token !== "string" || !TOKEN68.test(options.token)) {
     throw new TypeError("token must be a non-empty bearer token (RFC 6750 token68 characters)");
   }
   const authorization = `Bearer ${options.token}`;
   // Called as a plain function: a browser's fetch throws "Illegal invocation" when `this` is another object.
   const fetchFn: typeof globalThis.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-  const connection = createConnection(url, authorization, fetchFn);
+  const connection = createConnection(root, authorization, fetchFn);
 
   return {
     async createPlant(newPlant, requestOptions = {}) {
       const body = stringifyJsonLossless(toNewPlant(newPlant));
-      const response = await connection.send(url, {
+      const response = await connection.send(connection.url("/plants"), {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body,

@@ -1,18 +1,11 @@
-import { PlantId, toInt64 } from "@plantstore/schema";
+import { PlantId } from "@plantstore/schema";
 import { throwErrorResponse } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
+import { toPlantId } from "./plant-id.ts";
 import type { Connection } from "./send-request.ts";
 
 function toId(id: bigint | number): bigint {
-  let value: unknown = id;
-  if (typeof value === "number") {
-    try {
-      value = toInt64(value);
-    } catch (error) {
-      throw new PlantStoreInputError([{ path: "id", message: (error as Error).message }], "id");
-    }
-  }
-  const parsed = PlantId.safeParse(value);
+  const parsed = PlantId.safeParse(toPlantId(id, "id", "id"));
   if (!parsed.success) {
     throw new PlantStoreInputError(
       parsed.error.issues.map((issue) => ({ path: "id", message: issue.message })),
@@ -28,7 +21,7 @@ export async function deletePlant(
   id: bigint | number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const url = `${connection.plantsUrl}/${toId(id)}`;
+  const url = connection.url(`/plants/${toId(id)}`);
   const response = await connection.send(url, { method: "DELETE", signal });
   const { status } = response;
   if (status === 204) {

@@ -1,7 +1,8 @@
-import { ListPlantsQuery, parseJsonLossless, PlantList, toInt64, type NewPlant } from "@plantstore/schema";
+import { ListPlantsQuery, parseJsonLossless, PlantList, type NewPlant } from "@plantstore/schema";
 import { readJson200 } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
 import { nextPageQuery } from "./next-page.ts";
+import { toPlantId } from "./plant-id.ts";
 import type { Connection } from "./send-request.ts";
 
 /** What `listPlants` accepts: the `GET /plants` query, with `after` also as a safe-integer number. */
@@ -30,15 +31,7 @@ function toQuery(options: ListPlantsOptions): ListPlantsQuery {
   if (options.limit !== undefined)
     raw["limit"] = typeof options.limit === "number" ? String(options.limit) : options.limit;
   if (options.after !== undefined) {
-    let after: unknown = options.after;
-    if (typeof after === "number") {
-      // A number beyond 2^53 has already lost digits: refusing it beats skipping to a neighbour.
-      try {
-        after = toInt64(after);
-      } catch (error) {
-        throw new PlantStoreInputError([{ path: "after", message: (error as Error).message }], "list options");
-      }
-    }
+    const after = toPlantId(options.after, "after", "list options");
     raw["after"] = typeof after === "bigint" ? after.toString() : after;
   }
   if (options.tag !== undefined) raw["tag"] = options.tag;
@@ -67,7 +60,7 @@ export async function listPlants(
   options: ListPlantsOptions,
   signal: AbortSignal | undefined,
 ): Promise<PlantPage> {
-  const url = listUrl(connection.plantsUrl, toQuery(options));
+  const url = listUrl(connection.url("/plants"), toQuery(options));
   const response = await connection.send(url, { method: "GET", signal });
   const { status } = response;
   // The interface defines only 200 as success for a listing.

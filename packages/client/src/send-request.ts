@@ -1,9 +1,12 @@
 import { PlantStoreProtocolError } from "./errors.ts";
 
-/** What every operation needs: where the plants live and how to send one authorised request. */
+/** What every operation needs: where its path is and how to send one authorised request. */
 export type Connection = {
-  /** `<baseUrl>/plants`, with any path prefix of the base URL kept and no trailing slash. */
-  plantsUrl: string;
+  /**
+   * The URL of an operation's path (`/plants`, `/whoami`) under the base URL, any path prefix of
+   * the base URL kept: `https://host/api/` → `https://host/api/plants`.
+   */
+  url(path: `/${string}`): string;
   /**
    * Sends one request with the bearer token. A network failure rejects with a
    * PlantStoreProtocolError (without `status`); the caller's own abort rejects with its reason.
@@ -25,13 +28,17 @@ function describe(error: unknown): string {
   return cause instanceof Error ? `${message} (${cause.message})` : message;
 }
 
+/**
+ * `serviceRoot` is the base URL's origin and path without a trailing slash (serviceRoot in
+ * create-client.ts): every operation's path is appended to it.
+ */
 export function createConnection(
-  plantsUrl: string,
+  serviceRoot: string,
   authorization: string,
   fetchFn: typeof globalThis.fetch,
 ): Connection {
   return {
-    plantsUrl,
+    url: (path) => `${serviceRoot}${path}`,
     async send(url, { method, headers = {}, body, signal }) {
       try {
         return await fetchFn(url, {

@@ -5,9 +5,7 @@ import type { Connection } from "./send-request.ts";
 
 /** `GET /whoami`: which credential the client is using, its scopes and when it expires. */
 export async function whoAmI(connection: Connection, signal: AbortSignal | undefined): Promise<WhoAmI> {
-  // The service root is where /plants lives (any path prefix of the base URL kept).
-  const url = `${connection.plantsUrl.slice(0, -"/plants".length)}/whoami`;
-  const response = await connection.send(url, { method: "GET", signal });
+  const response = await connection.send(connection.url("/whoami"), { method: "GET", signal });
   const { status } = response;
   const body = await readJson200(response, JSON.parse);
   const parsed = WhoAmI.safeParse(body);

@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "./config.ts";
+import { configTable, README_FILE, readmeConfigTable, withConfigTable } from "../scripts/config-docs.ts";
+import { allSettings, loadConfig } from "./config.ts";
 
 const JWT = { PLANTSTORE_JWT_ISSUER: "https://idp.test/", PLANTSTORE_JWT_AUDIENCE: "plantstore" };
 
@@ -100,5 +102,71 @@ describe("loadConfig: PLANTSTORE_TRUSTED_PROXIES", () => {
     for (const entry of ["0.0.0.0/0", "::/0"]) {
       expect(() => loadConfig({ PLANTSTORE_TRUSTED_PROXIES: entry })).toThrow(/would trust every address/);
     }
+  });
+});
+
+describe("loadConfig: every invalid setting at once", () => {
+  it("lists each invalid variable with what is wrong, in one error", () => {
+    const env = {
+      PORT: "eighty",
+      PLANTSTORE_WORKERS: "0",
+      PLANTSTORE_METRICS: "everyone",
+      PLANTSTORE_RATE_LIMIT_TOKEN: "10",
+      PLANTSTORE_TRUSTED_PROXIES: "nginx,10.0.0.0/33",
+    };
+    const error = (() => {
+      try {
+        loadConfig(env);
+      } catch (thrown) {
+        return thrown as Error;
+      }
+      throw new Error("loadConfig accepted an invalid configuration");
+    })();
+    const reported = error.message.replace(/^invalid configuration: /, "").split("; ");
+    expect(reported).toEqual([
+      expect.stringMatching(/^PORT: .*expected number/),
+      expect.stringMatching(/^PLANTSTORE_RATE_LIMIT_TOKEN: must be <requests>\/<seconds>s/),
+      'PLANTSTORE_TRUSTED_PROXIES: "nginx" is not an IP address, a CIDR range (10.0.0.0/8) or one of loopback, linklocal, uniquelocal',
+      'PLANTSTORE_TRUSTED_PROXIES: "10.0.0.0/33": the prefix length must be a number from 1 to 32',
+      expect.stringMatching(/^PLANTSTORE_WORKERS: .*>=1/),
+      expect.stringMatching(/^PLANTSTORE_METRICS: .*"token"\|"public"\|"off"/),
+    ]);
+  });
+
+  it("reports a JWT combination that does not fit alongside invalid values of other settings", () => {
+    expect(() => loadConfig({ PLANTSTORE_JWT_ISSUER: "https://idp.test/", PLANTSTORE_BODY_LIMIT: "1" })).toThrow(
+      /^invalid configuration: PLANTSTORE_BODY_LIMIT: .*; JWT needs PLANTSTORE_JWKS_URL or PLANTSTORE_JWT_SECRET$/,
+    );
+  });
+
+  it("never repeats a secret: tokens, keys, URLs that may carry a password", () => {
+    const password = "hunter2-Secret";
+    const env = {
+      DATABASE_URL: "",
+      REDIS_URL: `http://plantstore:${password}@cache.internal:6379`,
+      PLANTSTORE_JWKS_URL: `ftp://idp:${password}@idp.test/jwks`,
+      PLANTSTORE_JWT_SECRET: password,
+      PLANTSTORE_JWT_ISSUER: "https://idp.test/",
+      PLANTSTORE_JWT_AUDIENCE: "plantstore",
+    };
+    expect(() => loadConfig(env)).toThrow(
+      /DATABASE_URL: .*PLANTSTORE_JWKS_URL: .*PLANTSTORE_JWT_SECRET: .*REDIS_URL: /,
+    );
+    expect(() => loadConfig(env)).not.toThrow(new RegExp(password));
+  });
+});
+
+describe("the settings table", () => {
+  it("names each variable once, PLANTSTORE_-prefixed except PORT, HOST, DATABASE_URL and REDIS_URL", () => {
+    const names = allSettings().map((entry) => entry.env);
+    expect(new Set(names).size).toBe(names.length);
+    const conventional = ["PORT", "HOST", "DATABASE_URL", "REDIS_URL"];
+    expect(names.filter((name) => !name.startsWith("PLANTSTORE_") && !conventional.includes(name))).toEqual([]);
+  });
+
+  it("is the configuration table of the README (else run `pnpm --filter @plantstore/server config:docs`)", () => {
+    const readme = readFileSync(README_FILE, "utf8");
+    expect(readmeConfigTable(readme)).toBe(configTable());
+    expect(withConfigTable(readme)).toBe(readme);
   });
 });

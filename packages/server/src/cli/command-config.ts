@@ -1,5 +1,5 @@
 import { Option } from "commander";
-import { loadConfig, type Config } from "../config.ts";
+import { envNote, loadConfig, SETTINGS, type Config } from "../config.ts";
 
 /** Flags that override the environment's configuration (config.ts) for one command. */
 export type ConfigOptions = { port?: string; host?: string; databaseUrl?: string; workers?: string };
@@ -17,7 +17,7 @@ export function configFrom(options: ConfigOptions): Config {
 
 /** `--database-url`, which every command takes; `accepts` says which URLs make sense for it. */
 export function databaseUrlOption(accepts: string): Option {
-  return new Option("--database-url <url>", `${accepts} (env DATABASE_URL)`);
+  return new Option("--database-url <url>", `${accepts} (${envNote(SETTINGS.databaseUrl)})`);
 }
 
 /** Runs a command's work on something it opened, and closes it whatever happens. */

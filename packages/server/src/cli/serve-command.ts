@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { envNote, SETTINGS } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { startServer } from "../server.ts";
 import { openStore } from "../storage/open-store.ts";
@@ -14,9 +15,9 @@ export function addServeCommand(program: Command): void {
   program
     .command("serve")
     .description("Start the HTTP service (migrates the database first).")
-    .option("--port <port>", "port to listen on (env PORT, default 3000)")
-    .option("--workers <n>", "HTTP worker processes (env PLANTSTORE_WORKERS, default 1)")
-    .option("--host <host>", "address to bind (env HOST, default 127.0.0.1)")
+    .option("--port <port>", `port to listen on (${envNote(SETTINGS.port)})`)
+    .option("--workers <n>", `HTTP worker processes (${envNote(SETTINGS.workers)})`)
+    .option("--host <host>", `address to bind (${envNote(SETTINGS.host)})`)
     .addOption(databaseUrlOption("sqlite:<path>, sqlite::memory: or postgres://…"))
     .action(async (options: ConfigOptions) => {
       const config = configFrom(options);

@@ -2,6 +2,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodePageCursor, INT64_MAX, INT64_MIN, NEW_PLANT_EXAMPLE, PAGE_CURSOR_PATTERN } from "@plantstore/schema";
 import { startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { documentedOperations, routerOperations } from "../support/operations.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -34,6 +35,20 @@ const doc = () =>
   };
 const codes = (operation: Operation | undefined, status: string) =>
   operation?.responses[status]?.["x-error-codes"]?.map((c) => c.error);
+
+describe("the served document's operations", () => {
+  it("are the router's procedures, each under its own operationId, and nothing else", () => {
+    const key = (o: { method: string; path: string; operationId: string | undefined }) =>
+      `${o.method} ${o.path} ${o.operationId}`;
+    const fromRouter = routerOperations().map(key).sort();
+    expect(fromRouter.length).toBeGreaterThan(0);
+    expect(fromRouter.every((k) => !k.endsWith(" undefined"))).toBe(true);
+    const documented = documentedOperations<Operation>(doc()).map(({ method, path, operation }) =>
+      key({ method, path, operationId: operation.operationId }),
+    );
+    expect(documented.sort()).toEqual(fromRouter);
+  });
+});
 
 describe("the served document describes GET /plants", () => {
   const list = () => doc().paths["/plants"]?.["get"];
@@ -157,10 +172,11 @@ describe("the served document's examples", () => {
   type WithExample = { example?: unknown };
 
   it("give every parameter, request body and JSON success answer an `example` (what request builders read)", () => {
-    const operations = Object.entries(doc().paths).flatMap(([path, item]) =>
-      Object.entries(item).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation })),
-    );
-    expect(operations).toHaveLength(4);
+    const operations = documentedOperations<Operation>(doc()).map(({ method, path, operation }) => ({
+      where: `${method.toUpperCase()} ${path}`,
+      operation,
+    }));
+    expect(operations).toHaveLength(routerOperations().length);
     for (const { where, operation } of operations) {
       for (const parameter of operation.parameters ?? [])
         expect((parameter as WithExample).example, `${where} ${parameter.name}`).toBeDefined();

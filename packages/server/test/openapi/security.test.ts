@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCodes } from "@plantstore/schema";
 import { startTestServer, type TestServer } from "../support/harness.ts";
+import { documentedOperations } from "../support/operations.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -20,45 +21,64 @@ type Operation = { security?: unknown; responses: Record<string, Response> };
 
 const operation = (path: string, method: string) =>
   (server.served.paths as unknown as Record<string, Record<string, Operation>>)[path]![method]!;
+/** Every operation the served document lists, enumerated so that one added later is checked too. */
+const operations = () => documentedOperations<Operation>(server.served);
+const bearerScopes = (op: Operation): string[] | undefined =>
+  (op.security as Array<{ bearerAuth?: string[] }> | undefined)?.[0]?.bearerAuth;
 
 describe("GET /openapi.json on authentication, scopes and rate limits", () => {
   it("names the scope each operation needs in its security requirement, keeping the global one", () => {
     expect((server.served as unknown as { security: unknown }).security).toEqual([{ bearerAuth: [] }]);
-    expect(operation("/plants", "post").security).toEqual([{ bearerAuth: ["plants:write"] }]);
-    expect(operation("/plants", "get").security).toEqual([{ bearerAuth: ["plants:read"] }]);
-    expect(operation("/plants/{id}", "delete").security).toEqual([{ bearerAuth: ["plants:write"] }]);
-    expect(operation("/whoami", "get").security).toEqual([{ bearerAuth: [] }]);
+    // Every operation of the document, so a new one fails here until its scopes are written down.
+    const security = Object.fromEntries(operations().map((o) => [`${o.method} ${o.path}`, o.operation.security]));
+    expect(security).toEqual({
+      "post /plants": [{ bearerAuth: ["plants:write"] }],
+      "get /plants": [{ bearerAuth: ["plants:read"] }],
+      "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "get /whoami": [{ bearerAuth: [] }],
+    });
     const scheme = (server.served.components as unknown as { securitySchemes: { bearerAuth: Record<string, string> } })
       .securitySchemes.bearerAuth;
     expect(scheme).toMatchObject({ type: "http", scheme: "bearer" });
     expect(scheme["description"]).toMatch(/plants:read.*plants:write/s);
   });
 
-  it("declares 401, 403 and 429 on every protected operation, with the Error body, codes and headers", () => {
-    for (const [path, method] of [
-      ["/plants", "post"],
-      ["/plants", "get"],
-      ["/plants/{id}", "delete"],
-    ] as const) {
-      const responses = operation(path, method).responses;
-      for (const status of ["401", "403", "429"]) {
-        expect(responses[status]?.content?.["application/json"]?.schema).toEqual({
+  it("declares 401 and 429 on every protected operation, and 403 on those that need a scope, with the Error body, codes and headers", () => {
+    const isProtected = operations().filter((o) => bearerScopes(o.operation) !== undefined);
+    const needsScope = (op: Operation) => bearerScopes(op)!.length > 0;
+    expect(isProtected.length).toBeGreaterThan(0);
+    expect(isProtected.filter((o) => needsScope(o.operation)).length).toBeGreaterThan(0);
+    for (const { method, path, operation: op } of isProtected) {
+      const where = `${method} ${path}`;
+      const responses = op.responses;
+      const statuses = needsScope(op) ? ["401", "403", "429"] : ["401", "429"];
+      if (!needsScope(op)) expect(responses["403"], where).toBeUndefined();
+      for (const status of statuses) {
+        expect(responses[status]?.content?.["application/json"]?.schema, `${where} ${status}`).toEqual({
           $ref: "#/components/schemas/Error",
         });
       }
-      expect(responses["401"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([
-        ErrorCodes.MISSING_TOKEN.error,
-        ErrorCodes.INVALID_TOKEN.error,
-      ]);
-      expect(responses["403"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.INSUFFICIENT_SCOPE.error]);
-      expect(responses["429"]?.["x-error-codes"]?.map((c) => c.error)).toEqual([ErrorCodes.RATE_LIMITED.error]);
-      expect(Object.keys(responses["401"]?.headers ?? {})).toEqual(["WWW-Authenticate"]);
-      expect(Object.keys(responses["403"]?.headers ?? {})).toEqual(["WWW-Authenticate"]);
-      expect(Object.keys(responses["429"]?.headers ?? {}).sort()).toEqual([
+      expect(
+        responses["401"]?.["x-error-codes"]?.map((c) => c.error),
+        where,
+      ).toEqual([ErrorCodes.MISSING_TOKEN.error, ErrorCodes.INVALID_TOKEN.error]);
+      expect(
+        responses["429"]?.["x-error-codes"]?.map((c) => c.error),
+        where,
+      ).toEqual([ErrorCodes.RATE_LIMITED.error]);
+      expect(Object.keys(responses["401"]?.headers ?? {}), where).toEqual(["WWW-Authenticate"]);
+      expect(Object.keys(responses["429"]?.headers ?? {}).sort(), where).toEqual([
         "RateLimit",
         "RateLimit-Policy",
         "Retry-After",
       ]);
+      if (needsScope(op)) {
+        expect(
+          responses["403"]?.["x-error-codes"]?.map((c) => c.error),
+          where,
+        ).toEqual([ErrorCodes.INSUFFICIENT_SCOPE.error]);
+        expect(Object.keys(responses["403"]?.headers ?? {}), where).toEqual(["WWW-Authenticate"]);
+      }
     }
   });
 

@@ -8,8 +8,12 @@ import {
   type TestDatabase,
 } from "../support/test-database.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
+import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
+import { TokenNameTakenError, type TokenStore } from "../../src/storage/token-store.ts";
+import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
 import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
 
 /**
@@ -17,7 +21,8 @@ import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
  * (PLANTSTORE_TEST_BACKEND, as everywhere in it: `test:sqlite` runs it on SQLite, `test:postgres`
  * on PostgreSQL). What one backend alone does is tested beside it, in sqlite/sqlite-store.test.ts
  * and postgres/postgres-store.test.ts. Rows are read back on a connection of the test's own, so
- * what it sees is what is committed.
+ * what it sees is what is committed. This suite is why the HTTP-level suites run on SQLite only
+ * (test/README.md): whatever they rely on the store for is pinned here, on both backends.
  */
 type StoreOptions = {
   maxBatchSize?: number;
@@ -90,7 +95,23 @@ beforeEach(async () => {
   database = await createTestDatabase();
   batches = [];
 });
+const closers: Array<{ close(): Promise<void> }> = [];
+
+/** The token store and webhook administration open their own connections, as the `tokens` and `webhooks` commands do. */
+async function tokenStore(): Promise<TokenStore> {
+  const tokens = await openTokenStore(database.url, "admin");
+  closers.push(tokens);
+  return tokens;
+}
+
+async function webhookAdmin(): Promise<WebhookAdmin> {
+  const admin = await openWebhookAdmin(database.url);
+  closers.push(admin);
+  return admin;
+}
+
 afterEach(async () => {
+  for (const closer of closers.splice(0)) await closer.close();
   for (const store of stores.splice(0)) await store.close();
   await database.dispose();
 });
@@ -234,6 +255,28 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     }
   });
 
+  it("page by id with no gap or repeat while the other store creates plants between and after", async () => {
+    const reader = await open();
+    const writer = await open();
+    const ids = Array.from({ length: 2_000 }, (_, i) => BigInt(i * 3));
+    await Promise.all(ids.map((id) => reader.create({ id, name: "there", tag: "walk" })));
+    const writing = Promise.all(
+      Array.from({ length: 1_000 }, (_, i) => writer.create({ id: BigInt(i * 3 + 1), name: "new", tag: "walk" })),
+    );
+    const seen: bigint[] = [];
+    for (let after: bigint | undefined; ;) {
+      const page = (await reader.list({ limit: 50, after, tag: "walk" })).map((p) => BigInt(p.id));
+      if (page.length === 0) break;
+      seen.push(...page);
+      after = page.at(-1);
+    }
+    await writing;
+    expect(new Set(seen).size).toBe(seen.length);
+    expect([...seen].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(seen);
+    const seenSet = new Set(seen);
+    expect(ids.filter((id) => !seenSet.has(id))).toEqual([]);
+  });
+
   it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
     const store = await open();
     await backend.exec(
@@ -308,5 +351,225 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     expect(new Set(claimed).size).toBe(200);
     expect(await seeder.hasDueDeliveries(now)).toBe(false);
     expect(await seeder.webhookBacklog()).toBe(200);
+  });
+});
+
+describe(`plants deleted (${TEST_BACKEND})`, () => {
+  it("delete exactly the id asked, not a neighbour, answer not_found after, and free the id", async () => {
+    const store = await open();
+    for (const id of [2n ** 63n - 1n, 2n ** 63n - 2n, -(2n ** 63n), -(2n ** 63n) + 1n])
+      expect(await store.create({ id, name: `n${id}` })).toBe("created");
+    expect(await store.delete(2n ** 63n - 1n)).toBe("deleted");
+    expect(await store.delete(-(2n ** 63n))).toBe("deleted");
+    expect(await store.delete(2n ** 63n - 1n)).toBe("not_found");
+    expect(await store.delete(5n)).toBe("not_found");
+    expect(await database.row(2n ** 63n - 1n)).toBeUndefined();
+    expect((await store.list({ limit: 10 })).map((p) => BigInt(p.id))).toEqual([-(2n ** 63n) + 1n, 2n ** 63n - 2n]);
+    expect(await store.create({ id: 2n ** 63n - 1n, name: "reborn", tag: "new" })).toBe("created");
+    expect(await store.get(2n ** 63n - 1n)).toEqual({ id: 2n ** 63n - 1n, name: "reborn", tag: "new" });
+  });
+});
+
+describe(`migrations (${TEST_BACKEND})`, () => {
+  it("report those applied against those this build knows, and fewer when the database is behind", async () => {
+    const store = await open();
+    const status = await store.migrations!();
+    expect(status.applied).toBe(status.known);
+    expect(status.known).toBeGreaterThanOrEqual(3);
+    // As if the database were older than this build (another process restored it, say): /readyz answers 503.
+    await backend.exec(
+      database,
+      "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)",
+    );
+    expect(await store.migrations!()).toEqual({ applied: status.known - 1, known: status.known });
+  });
+});
+
+describe(`issued tokens (${TEST_BACKEND})`, () => {
+  const record = (issued: ReturnType<typeof newOpaqueToken>, fields: { name: string; createdAt: number }) => ({
+    id: issued.id,
+    scopes: ["plants:read", "plants:write"],
+    secretHash: issued.secretHash,
+    expiresAt: null,
+    ...fields,
+  });
+
+  it("are stored as the secret's digest only, and one name is held by one active token at a time", async () => {
+    await open(); // applies the migrations
+    const tokens = await tokenStore();
+    const first = newOpaqueToken();
+    const before = await tokens.tokenChangeVersion();
+    await tokens.createToken(record(first, { name: "ci", createdAt: 1_000 }));
+    expect(await tokens.tokenChangeVersion()).toBeGreaterThan(before);
+
+    const rows = await database.rows<Record<string, unknown>>({
+      sqlite: "SELECT * FROM api_tokens",
+      postgres: "SELECT * FROM api_tokens",
+    });
+    expect(rows).toHaveLength(1);
+    expect(Buffer.from(rows[0]!["secret_hash"] as Uint8Array)).toEqual(first.secretHash);
+    const text = JSON.stringify(rows, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+    expect(text).not.toContain(first.token.split("_")[2]!);
+    const found = await tokens.findToken(first.id);
+    expect({ ...found, secretHash: Buffer.from(found!.secretHash) }).toEqual({
+      id: first.id,
+      name: "ci",
+      scopes: ["plants:read", "plants:write"],
+      createdAt: 1_000,
+      expiresAt: null,
+      revokedAt: null,
+      lastUsedAt: null,
+      secretHash: first.secretHash,
+    });
+
+    const second = newOpaqueToken();
+    await expect(tokens.createToken(record(second, { name: "ci", createdAt: 2_000 }))).rejects.toBeInstanceOf(
+      TokenNameTakenError,
+    );
+    const beforeRevoke = await tokens.tokenChangeVersion();
+    expect(await tokens.revokeToken("ci", 3_000)).toMatchObject({ id: first.id, revokedAt: 3_000 });
+    expect(await tokens.tokenChangeVersion()).toBeGreaterThan(beforeRevoke);
+    // By name only an active token matches; by id a revoked one answers with its first revocation.
+    expect(await tokens.revokeToken("ci", 4_000)).toBeUndefined();
+    expect(await tokens.revokeToken(first.id, 4_000)).toMatchObject({ id: first.id, revokedAt: 3_000 });
+    await tokens.createToken(record(second, { name: "ci", createdAt: 5_000 }));
+    expect((await tokens.listTokens()).map((t) => [t.id, t.name, t.revokedAt])).toEqual([
+      [second.id, "ci", null],
+      [first.id, "ci", 3_000],
+    ]);
+  });
+
+  it("are held while neither revoked nor expired, not at all beyond the limit; last use never moves back", async () => {
+    await open();
+    const tokens = await tokenStore();
+    const [kept, expiring, revoked] = [newOpaqueToken(), newOpaqueToken(), newOpaqueToken()];
+    await tokens.createToken(record(kept, { name: "kept", createdAt: 1 }));
+    await tokens.createToken({ ...record(expiring, { name: "expiring", createdAt: 2 }), expiresAt: 5_000 });
+    await tokens.createToken(record(revoked, { name: "revoked", createdAt: 3 }));
+    await tokens.revokeToken(revoked.id, 10);
+    const ids = async (now: number, limit: number) => (await tokens.activeTokens(now, limit))?.map((t) => t.id).sort();
+    expect(await ids(4_999, 10)).toEqual([kept.id, expiring.id].sort());
+    expect(await ids(5_000, 10)).toEqual([kept.id]);
+    expect(await ids(4_999, 1)).toBeUndefined();
+
+    const version = await tokens.tokenChangeVersion();
+    await tokens.recordLastUsed(new Map([[kept.id, 7_000]]));
+    await tokens.recordLastUsed(
+      new Map([
+        [kept.id, 6_000],
+        [expiring.id, 6_500],
+      ]),
+    );
+    expect((await tokens.findToken(kept.id))?.lastUsedAt).toBe(7_000);
+    expect((await tokens.findToken(expiring.id))?.lastUsedAt).toBe(6_500);
+    expect(await tokens.tokenChangeVersion()).toBe(version);
+  });
+});
+
+describe(`webhook deliveries and their administration (${TEST_BACKEND})`, () => {
+  const SECRET = `whsec_${Buffer.alloc(24, 7).toString("base64")}`;
+  const lease = (now: number) => ({ now, leaseUntil: now + 60_000, limit: 10 });
+  const attempt = (deliveryId: number, subscriberId: string, at: number, result: "delivered" | "pending" | "gone") => ({
+    deliveryId,
+    subscriberId,
+    attemptedAt: at,
+    durationMs: 12,
+    statusCode: result === "delivered" ? 204 : result === "gone" ? 410 : 500,
+    error: null,
+    result,
+    nextAttemptAt: at + 3_600_000,
+  });
+
+  it("record each attempt, list those still failing, and replay one now under the same webhook-id", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    const subscriber = await admin.add("http://127.0.0.1:9/hook", SECRET);
+    expect(subscriber).toMatchObject({ url: "http://127.0.0.1:9/hook", active: true, disabledReason: null });
+    expect(await admin.list()).toEqual([subscriber]);
+    expect(await store.create({ id: 1n, name: "a" })).toBe("created");
+
+    const now = Date.now();
+    const [claimed, ...more] = await store.claimDeliveries(lease(now));
+    expect(more).toEqual([]);
+    expect(claimed).toMatchObject({ attempts: 0, subscriberId: subscriber.id, payload: '{"id":1,"name":"a"}' });
+    expect(await store.claimDeliveries(lease(now))).toEqual([]); // leased
+    await store.recordAttempt(attempt(claimed!.deliveryId, subscriber.id, now, "pending"));
+    expect(await store.hasDueDeliveries(now + 1_000)).toBe(false);
+    expect(await store.webhookBacklog()).toBe(1);
+    expect(await admin.deliveries({ failedOnly: true, limit: 10 })).toEqual([
+      {
+        id: claimed!.deliveryId,
+        messageId: claimed!.messageId,
+        subscriberId: subscriber.id,
+        status: "pending",
+        attempts: 1,
+        nextAttemptAt: new Date(now + 3_600_000).toISOString(),
+        lastStatus: 500,
+        lastError: null,
+      },
+    ]);
+    expect(await admin.attempts(claimed!.deliveryId)).toEqual([
+      { attemptedAt: new Date(now).toISOString(), statusCode: 500, error: null, durationMs: 12 },
+    ]);
+
+    expect(await admin.replay(claimed!.deliveryId)).toBe("queued");
+    const later = Date.now() + 1;
+    expect(await store.hasDueDeliveries(later)).toBe(true);
+    const [again] = await store.claimDeliveries(lease(later));
+    expect(again).toMatchObject({ deliveryId: claimed!.deliveryId, messageId: claimed!.messageId, attempts: 1 });
+    await store.recordAttempt(attempt(again!.deliveryId, subscriber.id, later, "delivered"));
+    expect(await store.webhookBacklog()).toBe(0);
+    expect(await admin.deliveries({ failedOnly: true, limit: 10 })).toEqual([]);
+    expect(await admin.deliveries({ failedOnly: false, limit: 10 })).toMatchObject([
+      { id: claimed!.deliveryId, status: "delivered", attempts: 2, lastStatus: 204 },
+    ]);
+    // Whatever its state: a delivered event is sent once more on request.
+    expect(await admin.replay(claimed!.deliveryId)).toBe("queued");
+    expect(await store.webhookBacklog()).toBe(1);
+    expect(await admin.replay(claimed!.deliveryId + 1_000)).toBe("no_delivery");
+  });
+
+  it("on a 410 disable the subscriber and cancel its pending deliveries; replay to it is refused", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    const gone = await admin.add("http://127.0.0.1:9/gone", SECRET);
+    const other = await admin.add("http://127.0.0.1:9/other", SECRET);
+    await Promise.all([store.create({ id: 1n, name: "a" }), store.create({ id: 2n, name: "b" })]);
+    const now = Date.now();
+    const claimed = await store.claimDeliveries(lease(now));
+    expect(claimed).toHaveLength(4);
+    const [first, second] = claimed.filter((d) => d.subscriberId === gone.id);
+    await store.recordAttempt(attempt(first!.deliveryId, gone.id, now, "gone"));
+    expect(await admin.list()).toEqual([
+      { ...gone, active: false, disabledReason: "410 Gone from the receiver" },
+      other,
+    ]);
+    expect(await store.webhookBacklog()).toBe(2); // the other subscriber's two
+    // The attempt in flight to it meanwhile is recorded, and does not revive its delivery.
+    await store.recordAttempt(attempt(second!.deliveryId, gone.id, now, "pending"));
+    expect(await store.webhookBacklog()).toBe(2);
+    expect(await admin.attempts(second!.deliveryId)).toHaveLength(1);
+    expect(await admin.replay(first!.deliveryId)).toBe("subscriber_disabled");
+    expect(await store.webhookBacklog()).toBe(2);
+  });
+
+  it("on removing a subscriber cancel its pending deliveries, keep their history, and refuse to replay them", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    const removed = await admin.add("http://127.0.0.1:9/removed", SECRET);
+    const kept = await admin.add("http://127.0.0.1:9/kept", SECRET);
+    expect(await store.create({ id: 1n, name: "a" })).toBe("created");
+    const now = Date.now();
+    const claimed = await store.claimDeliveries(lease(now));
+    const inFlight = claimed.find((d) => d.subscriberId === removed.id)!;
+    expect(await admin.remove(removed.id)).toBe(true);
+    expect(await admin.remove(removed.id)).toBe(false);
+    expect(await admin.list()).toEqual([kept]);
+    expect(await store.webhookBacklog()).toBe(1);
+    await store.recordAttempt(attempt(inFlight.deliveryId, removed.id, now, "pending"));
+    expect(await store.webhookBacklog()).toBe(1);
+    expect(await admin.attempts(inFlight.deliveryId)).toHaveLength(1);
+    expect(await admin.replay(inFlight.deliveryId)).toBe("subscriber_removed");
+    expect(await store.webhookBacklog()).toBe(1);
   });
 });

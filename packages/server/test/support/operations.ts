@@ -1,0 +1,35 @@
+import { forEachOpenApiProcedure, normalizePath } from "trpc-to-openapi";
+import { appRouter } from "../../src/router/root.ts";
+import type { Meta } from "../../src/trpc.ts";
+
+const METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+
+export type Listed<Operation> = { method: string; path: string; operation: Operation };
+
+/**
+ * Every operation of a document's `paths`, so a test that checks all of them also checks one
+ * added later instead of skipping it, as a hand-written list would.
+ */
+export function documentedOperations<Operation>(doc: { paths: unknown }): Listed<Operation>[] {
+  return Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.has(method))
+      .map(([method, operation]) => ({ method, path, operation })),
+  );
+}
+
+/** Every procedure of the router that the REST adapter serves, as `<method> <path>` and its operationId. */
+export function routerOperations(): Array<{ method: string; path: string; operationId: string | undefined }> {
+  const found: Array<{ method: string; path: string; operationId: string | undefined }> = [];
+  forEachOpenApiProcedure<Meta>(appRouter._def.procedures, ({ meta }) => {
+    found.push({
+      method: meta.openapi.method.toLowerCase(),
+      path: normalizePath(meta.openapi.path),
+      operationId: meta.openapi.operationId,
+    });
+  });
+  return found;
+}
+
+/** A concrete request target for a templated path: each `{parameter}` filled with `value`. */
+export const concretePath = (path: string, value = "7"): string => path.replace(/\{[^}]+\}/g, value);

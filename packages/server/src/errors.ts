@@ -1,5 +1,5 @@
 import { TRPCError } from "@trpc/server";
-import type { TRPC_ERROR_CODE_KEY } from "@trpc/server";
+import { HTTP_STATUS_TRPC_ERROR_CODE } from "trpc-to-openapi";
 import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
 import { StoreError, type StoreFailureKind } from "./storage/store-errors.ts";
 
@@ -28,24 +28,15 @@ export class ApiError extends Error {
   }
 }
 
-const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
-  400: "BAD_REQUEST",
-  401: "UNAUTHORIZED",
-  403: "FORBIDDEN",
-  404: "NOT_FOUND",
-  405: "METHOD_NOT_SUPPORTED",
-  408: "TIMEOUT",
-  409: "CONFLICT",
-  413: "PAYLOAD_TOO_LARGE",
-  415: "UNSUPPORTED_MEDIA_TYPE",
-  429: "TOO_MANY_REQUESTS",
-  503: "SERVICE_UNAVAILABLE",
-};
-
-/** Wraps a catalogued error for throwing inside a procedure; the adapter unwraps it again. */
+/**
+ * Wraps a catalogued error for throwing inside a procedure; the adapter unwraps it again. The tRPC
+ * code is trpc-to-openapi's for the status (its table is the inverse of the one its adapters answer
+ * with), so a caller through `createCaller` sees the code the stock adapter would map back to the
+ * same status; statuses tRPC has no code for (414, 431) are INTERNAL_SERVER_ERROR, as before.
+ */
 export function toTRPCError(error: ApiError): TRPCError {
   return new TRPCError({
-    code: TRPC_CODE_BY_STATUS[error.status] ?? "INTERNAL_SERVER_ERROR",
+    code: HTTP_STATUS_TRPC_ERROR_CODE[error.status] ?? "INTERNAL_SERVER_ERROR",
     message: error.message,
     cause: error,
   });

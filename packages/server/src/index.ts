@@ -1,5 +1,6 @@
 export { loadConfig, DEFAULT_DATABASE_URL, type Config } from "./config.ts";
 export { startServer, type RunningServer, type StartOptions } from "./server.ts";
+export type { Clock } from "./clock.ts";
 export { createApp, type AppOptions } from "./http/app.ts";
 export { buildOpenApiDocument } from "./http/openapi-document.ts";
 export { appRouter, type AppRouter } from "./router/root.ts";

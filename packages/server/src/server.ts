@@ -3,12 +3,14 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Authenticator } from "./auth/principal.ts";
+import type { Clock } from "./clock.ts";
 import { chainAuthenticators } from "./auth/authenticators.ts";
 import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
+import { createMetricsApp } from "./http/metrics-app.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createLogger } from "./logger.ts";
@@ -23,6 +25,7 @@ import { startDispatcher } from "./webhooks/dispatcher.ts";
 import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
 import { WriteHealth } from "./storage/write-health.ts";
+import { TeardownStack } from "./teardown-stack.ts";
 
 export type RunningServer = {
   /** e.g. `http://127.0.0.1:43121` */
@@ -47,6 +50,14 @@ export type StartOptions = {
   logger?: Logger;
   /** Overrides the authenticator built from the configuration (static, issued and JWT tokens). */
   authenticator?: Authenticator;
+  /** Time for webhook delivery (attempts, retries, leases, deadlines, polling); by default the wall clock. */
+  clock?: Clock;
+  /**
+   * How long past the request timeout a connection may go without a byte moving, or without its
+   * client taking any of its answers' bytes, before it is closed (default 5 s). Tests that watch
+   * these cuts shorten it rather than wait 5 s for each.
+   */
+  stallMarginMs?: number;
 };
 
 // On shutdown, idle keep-alive connections get this long to send one last request (answered with
@@ -60,7 +71,11 @@ const STALL_MARGIN_MS = 5_000;
 // 32 base64 characters carry 192 random bits: beyond any guessing rate a server can answer.
 const STATIC_TOKEN_MIN_LENGTH = 32;
 
-/** Opens the store, builds the app and listens; `port: 0` picks an ephemeral port. */
+/**
+ * Opens the store, builds the app and listens; `port: 0` picks an ephemeral port. Each resource
+ * registers its close as it is opened, so a start that fails at any step closes what it had opened,
+ * in reverse order, through the same teardown a normal stop uses.
+ */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -74,6 +89,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       `PLANTSTORE_TOKENS holds tokens shorter than ${STATIC_TOKEN_MIN_LENGTH} characters: use long random ones (e.g. openssl rand -base64 32)`,
     );
   }
+  const teardown = new TeardownStack();
+  try {
+    return await openAndListen(options, logger, teardown);
+  } catch (error) {
+    // The start-up failure is what the caller must see; a close that fails as well is only logged.
+    await teardown.disposeAsync().catch((closeError: unknown) => {
+      logger.error({ err: closeError }, "closing what start-up had opened failed");
+    });
+    throw error;
+  }
+}
+
+async function openAndListen(options: StartOptions, logger: Logger, teardown: TeardownStack): Promise<RunningServer> {
+  const { config } = options;
   let backlog = async () => 0;
   let openConnections = () => 0;
   const metrics = createMetrics({ webhookBacklog: () => backlog(), openConnections: () => openConnections() });
@@ -85,6 +114,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const writeHealth = new WriteHealth();
   // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
   const logThrottle = new LogThrottle();
+  // Last of all: counts of repeated failures not yet written would otherwise be lost with the process.
+  teardown.defer(() => logThrottle.flush());
   const store = await openStore(config.databaseUrl, {
     durability: config.durability,
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
@@ -115,8 +146,15 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       },
     },
   });
+  // Commits what is queued (requests under way were waiting for it), then closes the database.
+  teardown.defer(() => store.close());
   backlog = () => store.webhookBacklog();
   const tokenStore = await openTokenStore(config.databaseUrl, "server", { postgres: config.postgres });
+  teardown.defer(() => tokenStore.close());
+  // Built before the issued tokens start, so that nothing can fail between their start and the
+  // registration of the chain's close.
+  const staticTokens = createStaticTokenAuthenticator(config.tokens);
+  const jwtTokens = config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)];
   const opaqueTokens = await OpaqueTokenAuthenticator.start({
     store: tokenStore,
     // Background work, not a request: its lines say where they come from instead of a reqId.
@@ -124,18 +162,18 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     lastUsedFlushMs: config.tokenLastUsedFlushMs,
     onQuery: (query) => metrics.tokenStoreQueries.inc({ query }),
   });
-  const configured = chainAuthenticators([
-    createStaticTokenAuthenticator(config.tokens),
-    opaqueTokens,
-    ...(config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt)]),
-  ]);
+  const configured = chainAuthenticators([staticTokens, opaqueTokens, ...jwtTokens]);
+  // Last-used times still in memory are written before the token store closes.
+  teardown.defer(() => configured.close());
   const authenticator = options.authenticator ?? configured;
   const rateLimitLogger = logger.child({ component: "rate-limit" });
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
+  if (redis !== undefined) teardown.defer(() => disconnectRedis(redis));
   const sharedCounting =
     redis === undefined
       ? undefined
       : { client: redis, prefix: config.redisPrefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
+  if (sharedCounting !== undefined) teardown.defer(() => sharedCounting.breaker.stop());
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,
     authFailures: config.rateLimits.authFailures,
@@ -168,7 +206,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     },
     app.callback(),
   );
-  server.timeout = config.requestTimeoutMs + STALL_MARGIN_MS;
+  const stallMarginMs = options.stallMarginMs ?? STALL_MARGIN_MS;
+  server.timeout = config.requestTimeoutMs + stallMarginMs;
   server.on("clientError", answerClientError);
   server.on("connect", answerConnect);
   // Node answers an `Expect` other than 100-continue with a bare 417 and never shows it to the app.
@@ -183,21 +222,21 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   const connections = guardConnections(server, {
     maxConnections: config.maxConnections,
     onRefused: () => metrics.connectionsRefused.inc(),
-    writeStallMs: config.requestTimeoutMs + STALL_MARGIN_MS,
+    writeStallMs: config.requestTimeoutMs + stallMarginMs,
   });
   openConnections = () => connections.open;
-  server.listen(config.port, config.host);
-  try {
-    await once(server, "listening");
-  } catch (error) {
-    await configured.close();
-    await tokenStore.close();
-    sharedCounting?.breaker.stop();
-    if (redis !== undefined) await disconnectRedis(redis);
-    await store.close();
-    throw error;
+  // Before the main port, so that it closes after the requests under way were answered: a scrape
+  // during the shutdown still sees them.
+  const metricsServer =
+    config.metricsPort === undefined ? undefined : await startMetricsServer(config, metrics, logger);
+  if (metricsServer !== undefined) {
+    teardown.defer(async () => {
+      metricsServer.closeAllConnections();
+      await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+    });
   }
-  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(config, metrics);
+  server.listen(config.port, config.host);
+  await once(server, "listening");
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),
@@ -207,33 +246,28 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     metrics,
     timeoutMs: config.webhookTimeoutMs,
     retryBaseMs: config.webhookRetryBaseMs,
+    clock: options.clock,
+  });
+  // Set by the first call of close(); a failed start never gets this far.
+  let deadlineMs: number | undefined;
+  teardown.defer(async () => {
+    const deadline = Date.now() + (deadlineMs ?? config.shutdownTimeoutMs);
+    // Requests finish while webhook delivery stops; events written meanwhile wait in the outbox.
+    const [answeredAll] = await Promise.all([
+      connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline }),
+      dispatcher.stop(),
+    ]);
+    // Thrown once everything opened before is closed (the teardown goes on past a failure).
+    if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
   });
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host === "0.0.0.0" || host === "[::]" ? "127.0.0.1" : host}:${port}`;
 
-  let closing: Promise<void> | undefined;
-  const close = (options: { deadlineMs?: number } = {}) =>
-    (closing ??= (async () => {
-      const deadline = Date.now() + (options.deadlineMs ?? config.shutdownTimeoutMs);
-      // Requests finish while webhook delivery stops; events written meanwhile wait in the outbox.
-      const [answeredAll] = await Promise.all([
-        connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline }),
-        dispatcher.stop(),
-      ]);
-      metricsServer?.closeAllConnections();
-      await new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve()));
-      // Last-used times still in memory are written before the database closes.
-      await configured.close();
-      await tokenStore.close();
-      sharedCounting?.breaker.stop();
-      if (redis !== undefined) await disconnectRedis(redis);
-      // Commits what is queued (requests under way were waiting for it), then closes the database.
-      await store.close();
-      // Counts of repeated failures not yet written would otherwise be lost with the process.
-      logThrottle.flush();
-      if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
-    })());
+  const close = (options: { deadlineMs?: number } = {}) => {
+    deadlineMs ??= options.deadlineMs ?? config.shutdownTimeoutMs;
+    return teardown.disposeAsync();
+  };
 
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
   const metricsUrl =
@@ -242,24 +276,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */
-async function startMetricsServer(config: Config, metrics: Metrics): Promise<Server> {
-  const server = createHttpServer((req, res) => {
-    if (req.method === "GET" && req.url === "/metrics") {
-      metrics.registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { "Content-Type": metrics.registry.contentType });
-          res.end(text);
-        },
-        () => {
-          res.writeHead(500, { "Content-Type": "application/json" });
-          res.end('{"error":50000,"message":"internal server error"}');
-        },
-      );
-      return;
-    }
-    res.writeHead(404, { "Content-Type": "application/json" });
-    res.end('{"error":40400,"message":"only /metrics is served on this port"}');
-  });
+async function startMetricsServer(config: Config, metrics: Metrics, logger: Logger): Promise<Server> {
+  const server = createHttpServer(createMetricsApp(metrics, logger).callback());
   server.listen(config.metricsPort, config.host);
   await once(server, "listening");
   return server;

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { Authenticator } from "../auth/principal.ts";
 import type { RateLimits } from "../rate-limit/rate-limits.ts";
 import { authenticateRequest } from "./authenticate.ts";
+import { callProcedure } from "./call-procedure.ts";
 import { clientAddressOf } from "./client-address.ts";
 import type { AppRouter } from "../router/root.ts";
 import type { Context } from "../trpc.ts";
@@ -20,6 +21,7 @@ import { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
 import type { WriteHealth } from "../storage/write-health.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
+import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
 import { closeWhenBodyUnread } from "./unread-body.ts";
 
 export type AppOptions = {
@@ -41,10 +43,6 @@ export type AppOptions = {
   /** Bounds the "request failed" lines during an outage; the caller flushes it on shutdown. */
   logThrottle?: LogThrottle | undefined;
 };
-
-// What Koa's `ctx.type = "application/json"` sets, written as the header itself: the type setter
-// looks the name up in mime-db on every call, ~1.5% of a request's main-thread CPU in the profile.
-const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
 /**
  * The server hands `Expect: 100-continue` requests to the app without the interim answer (its
@@ -73,19 +71,12 @@ function failureKind(error: ApiError, thrown: unknown): { kind: string; type: st
   return { kind: `${error.code} ${type}: ${message}`, type, message };
 }
 
-function sendError(ctx: Koa.Context, error: ApiError): void {
-  ctx.status = error.status;
-  for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
-  ctx.set("Content-Type", JSON_CONTENT_TYPE);
-  ctx.body = JSON.stringify(error.body);
-}
-
 /**
  * The Koa app: a thin REST adapter over the tRPC router. trpc-to-openapi supplies the route
  * metadata, path templates and the OpenAPI document; this adapter reads the body itself (exact
- * int64, no coercion, any `application/json` parameters), calls the procedure directly, and
- * answers every failure with the interface's `Error` body. See docs/api-decisions.md for why the stock
- * `createOpenApiKoaMiddleware` is not used.
+ * int64, no coercion, any `application/json` parameters), calls the procedure directly (through
+ * call-procedure.ts), and answers every failure with the interface's `Error` body. See
+ * docs/api-decisions.md for why the stock `createOpenApiKoaMiddleware` is not used.
  */
 export function createApp(options: AppOptions): Koa {
   const { router, store, authenticator, logger, bodyLimitBytes, metrics, metricsAccess, rateLimits } = options;
@@ -236,13 +227,12 @@ export function createApp(options: AppOptions): Koa {
     const trpcContext: Context = { principal, store, responseHeaders: new Map() };
     let output: unknown;
     try {
-      output = await route.procedure({
-        ctx: trpcContext,
-        getRawInput: async () => input,
+      output = await callProcedure({
+        procedure: route.procedure,
         path: route.procedurePath,
         type: route.type,
-        signal: undefined,
-        batchIndex: 0,
+        ctx: trpcContext,
+        input,
       });
     } catch (thrown) {
       const error = toApiError(thrown);

@@ -104,10 +104,23 @@ export function plainPaths(options: PlainPathOptions): PlainPath[] {
             methods: READ,
             handler: async (ctx: Koa.Context) => {
               if (metricsAccess === "token") await authenticate(ctx);
-              ctx.type = metrics.registry.contentType;
-              ctx.body = await metrics.registry.metrics();
+              await serveMetrics(metrics, ctx);
             },
           },
         ]),
   ];
+}
+
+/** The registry in Prometheus' text format; a collector that fails fails the scrape (500). */
+async function serveMetrics(metrics: Metrics, ctx: Koa.Context): Promise<void> {
+  ctx.type = metrics.registry.contentType;
+  ctx.body = await metrics.registry.metrics();
+}
+
+/**
+ * The plain paths of the metrics port (PLANTSTORE_METRICS_PORT), which is for scrapers on a
+ * private network: `/metrics` without a token, and with GET alone, as that port has always answered.
+ */
+export function metricsPortPaths(metrics: Metrics): PlainPath[] {
+  return [{ path: "/metrics", methods: ["GET"], handler: (ctx) => serveMetrics(metrics, ctx) }];
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { systemClock, type Clock } from "../clock.ts";
 import type { Metrics } from "../metrics.ts";
 import { LogThrottle } from "../log-throttle.ts";
 import { StoreError } from "../storage/store-errors.ts";
@@ -19,6 +20,8 @@ export type DispatcherOptions = {
   /** How often to look for due retries when nothing new was written. */
   pollMs?: number;
   concurrency?: number;
+  /** Times attempts, the retry schedule, leases, the attempt deadline and polling (default: the wall clock). */
+  clock?: Clock;
 };
 
 /**
@@ -30,10 +33,11 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
   const { queue, policy, logger, metrics, timeoutMs, retryBaseMs } = options;
   const pollMs = options.pollMs ?? 500;
   const concurrency = options.concurrency ?? 16;
+  const clock = options.clock ?? systemClock;
   let stopping = false;
   let running: Promise<void> | undefined;
-  let again = false;
-  let timer: NodeJS.Timeout | undefined;
+  let requested = false;
+  let cancelPoll: (() => void) | undefined;
   let databaseDown = false;
   const throttle = options.logThrottle ?? new LogThrottle();
   /** A failure that may repeat on every poll: one line per kind per interval, then the count. */
@@ -47,8 +51,8 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
   };
 
   const attempt = async (delivery: ClaimedDelivery): Promise<void> => {
-    const result = await sendDelivery(delivery, policy, timeoutMs);
-    const now = Date.now();
+    const result = await sendDelivery(delivery, policy, timeoutMs, clock);
+    const now = clock.now();
     const attempts = delivery.attempts + 1;
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const gone = result.statusCode === 410;
@@ -85,63 +89,74 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
     }
   };
 
-  const drain = async (): Promise<void> => {
-    do {
-      again = false;
-      const now = Date.now();
-      if (!(await queue.hasDueDeliveries(now))) break;
-      const claimed = await queue.claimDeliveries({ now, leaseUntil: now + timeoutMs * 2 + 5_000, limit: concurrency });
-      if (claimed.length > 0) {
+  /** Claims and sends until nothing is due; an outage ends the pass and is logged once. */
+  const pass = async (): Promise<void> => {
+    try {
+      for (;;) {
+        const now = clock.now();
+        if (!(await queue.hasDueDeliveries(now))) break;
+        const claimed = await queue.claimDeliveries({
+          now,
+          leaseUntil: now + timeoutMs * 2 + 5_000,
+          limit: concurrency,
+        });
+        if (claimed.length === 0) break;
         await Promise.all(
           claimed.map((d) => attempt(d).catch((error: unknown) => logFailure("webhook bookkeeping failed", error))),
         );
-        again = true;
+        if (stopping) break;
       }
-    } while (again && !stopping);
-  };
-
-  const kick = () => {
-    if (stopping) return;
-    if (running !== undefined) {
-      again = true;
-      return;
+      if (databaseDown) logger.info("webhook dispatch resumed: the database answers again");
+      databaseDown = false;
+    } catch (error) {
+      // An outage (or a full disk, a lock) is logged once, not on every poll; the deliveries wait
+      // in the outbox meanwhile.
+      if (error instanceof StoreError) {
+        if (!databaseDown) logger.warn({ err: error }, `webhook dispatch paused: ${error.message}`);
+        databaseDown = true;
+        return;
+      }
+      logFailure("webhook dispatch failed", error);
     }
-    running = drain()
-      .then(() => {
-        if (databaseDown) logger.info("webhook dispatch resumed: the database answers again");
-        databaseDown = false;
-      })
-      .catch((error: unknown) => {
-        // An outage (or a full disk, a lock) is logged once, not on every poll; the deliveries wait
-        // in the outbox meanwhile.
-        if (error instanceof StoreError) {
-          if (!databaseDown) logger.warn({ err: error }, `webhook dispatch paused: ${error.message}`);
-          databaseDown = true;
-          return;
-        }
-        logFailure("webhook dispatch failed", error);
-      })
-      .finally(() => {
-        running = undefined;
-      });
   };
 
-  queue.onEvents(kick);
+  /**
+   * Asks for a pass, and returns a promise of one that starts after this call. Passes never
+   * overlap: a request that comes during one (a commit, a poll) runs another after it, so an event
+   * written while a pass was looking is not left for the next poll.
+   */
+  const kick = (): Promise<void> => {
+    if (stopping) return running ?? Promise.resolve();
+    requested = true;
+    running ??= (async () => {
+      try {
+        while (requested && !stopping) {
+          requested = false;
+          await pass();
+        }
+      } finally {
+        // In the same step as the last check of `requested`: no request falls in between.
+        running = undefined;
+      }
+    })();
+    return running;
+  };
+
+  queue.onEvents(() => void kick());
   const schedule = () => {
-    timer = setTimeout(() => {
-      kick();
+    cancelPoll = clock.setTimer(() => {
       schedule();
+      return kick();
     }, pollMs);
-    timer.unref();
   };
   schedule();
-  kick();
+  void kick();
 
   return {
     // Stops at a safe point: no new claims; attempts under way finish and are recorded.
     async stop() {
       stopping = true;
-      if (timer !== undefined) clearTimeout(timer);
+      cancelPoll?.();
       await running;
     },
   };

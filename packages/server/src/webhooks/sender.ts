@@ -2,6 +2,7 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { systemClock, type Clock } from "../clock.ts";
 import type { ClaimedDelivery } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";
 
@@ -21,6 +22,7 @@ export function sendDelivery(
   delivery: ClaimedDelivery,
   policy: OutboundPolicy,
   timeoutMs: number,
+  clock: Clock = systemClock,
 ): Promise<SendResult> {
   const started = performance.now();
   const timestamp = new Date();
@@ -73,10 +75,11 @@ export function sendDelivery(
       },
     );
     // A whole-attempt deadline, not just socket idleness: a receiver that trickles must not hold us.
-    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    // It runs on the dispatcher's clock (socket idleness is Node's, on the wall clock).
+    const cancelDeadline = clock.setTimer(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on("error", (error) => finish({ statusCode: null, retryAfter: undefined, error: error.message }));
-    req.on("close", () => clearTimeout(deadline));
+    req.on("close", cancelDeadline);
     req.end(delivery.payload);
   });
 }

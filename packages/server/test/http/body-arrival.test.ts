@@ -22,6 +22,7 @@ function exchange(port: number, chunks: string[], gapMs: number): Promise<string
     void (async () => {
       for (const chunk of chunks) {
         socket.write(chunk);
+        // timer kept: the pace at which the client sends its body is what the test is about
         await new Promise((r) => setTimeout(r, gapMs));
       }
     })();

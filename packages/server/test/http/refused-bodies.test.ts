@@ -1,8 +1,8 @@
 import type { Socket } from "node:net";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
 import { openRaw, type RawAnswer, type RawClient } from "../support/raw-socket.ts";
-import { waitFor } from "../support/wait-for.ts";
 
 const BODY_LIMIT = 1024;
 const TEN_GB = 10_000_000_000;
@@ -124,11 +124,10 @@ describe("a refused request's body is not read: the connection closes once the a
     const client = await openRaw(server.port);
     const request = headOf([`Authorization: Bearer ${TOKEN}`, `Content-Length: ${body.length}`]) + body;
     client.write(request + request.replace('"id":8101', '"id":8102'));
-    await waitFor(
-      () => client.answers().length === 2,
-      5_000,
-      () => `two answers on one connection (${client.received()})`,
-    );
+    await eventually(() => client.answers().length === 2, {
+      what: () => `two answers on one connection (${client.received()})`,
+      timeoutMs: 5_000,
+    });
     expect(client.answers().map((a) => [a.status, a.headers["connection"]])).toEqual([
       [200, "keep-alive"],
       [200, "keep-alive"],
@@ -143,11 +142,10 @@ describe("Expect: 100-continue", () => {
   async function headOnly(head: string, until: (answers: RawAnswer[]) => boolean): Promise<RawClient> {
     const client = await openRaw(server.port);
     client.write(head);
-    await waitFor(
-      () => until(client.answers()),
-      5_000,
-      () => `an answer to the head alone (${JSON.stringify(client.received())})`,
-    );
+    await eventually(() => until(client.answers()), {
+      what: () => `an answer to the head alone (${JSON.stringify(client.received())})`,
+      timeoutMs: 5_000,
+    });
     return client;
   }
 
@@ -181,11 +179,10 @@ describe("Expect: 100-continue", () => {
     );
     expect(client.answers()).toMatchObject([{ status: 100 }]);
     client.write(body);
-    await waitFor(
-      () => client.answers().length === 2,
-      5_000,
-      () => `the final answer (${client.received()})`,
-    );
+    await eventually(() => client.answers().length === 2, {
+      what: () => `the final answer (${client.received()})`,
+      timeoutMs: 5_000,
+    });
     expect(client.answers()[1]).toMatchObject({ status: 200, body: '{"name":"continued"}' });
     expect(await server.store.get(8103n)).toEqual({ id: 8103n, name: "continued" });
     client.socket.destroy();

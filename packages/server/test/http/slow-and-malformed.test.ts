@@ -15,6 +15,7 @@ function exchange(port: number, chunks: string[], gapMs = 0): Promise<string> {
       for (const chunk of chunks) {
         if (socket.destroyed) return;
         socket.write(chunk);
+        // timer kept: the pace at which the client sends its request is what the test is about
         if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
       }
     })();

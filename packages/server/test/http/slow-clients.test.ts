@@ -1,12 +1,16 @@
 import { Agent, type Server } from "node:http";
 import { connect, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
 import { rawRequest, startTestServer, TOKEN } from "../support/harness.ts";
 import { postPlant, randomPlant } from "../support/load.ts";
 import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
-import { waitFor as until } from "../support/wait-for.ts";
+import { startServerWithTimings } from "../support/server-with-timings.ts";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// How long past the request timeout a connection that moves no byte, or whose client takes none
+// of its answers' bytes, is kept: 5 s in production, 1 s here, so each cut below waits 1 s, not 5.
+const STALL_MARGIN_MS = 1_000;
 
 /** Writes `text` one byte at a time, `gapMs` apart, until done or the server closes the connection. */
 function trickle(client: RawClient, text: string, gapMs: number): void {
@@ -14,6 +18,7 @@ function trickle(client: RawClient, text: string, gapMs: number): void {
     for (const byte of text) {
       if (client.socket.destroyed || client.socket.writableEnded) return;
       client.write(byte);
+      // timer kept: the pace of a slow client is what these tests are about
       await sleep(gapMs);
     }
   })();
@@ -24,9 +29,12 @@ const connectionCount = (server: Server) =>
 
 describe("slow and idle clients", () => {
   it("a thousand idle or trickling connections do not stop service to others, and each is closed by its timeout", async () => {
+    // Long enough for the service below to finish while every slow connection is still open (it
+    // is asserted; it took 3–4 s on a busy 2-core machine), short enough not to wait for nothing.
+    const headersTimeoutMs = 6_000;
     await using server = await startTestServer({
-      headersTimeoutMs: 8_000,
-      requestTimeoutMs: 10_000,
+      headersTimeoutMs,
+      requestTimeoutMs: headersTimeoutMs + 1_000,
       keepAliveTimeoutMs: 1_000,
     });
     const opened = Date.now();
@@ -59,22 +67,17 @@ describe("slow and idle clients", () => {
     for (const o of outcomes) expect(o).toMatchObject({ kind: "answered", status: 200, text: o.plant.answer });
     // Service did not wait for those connections to be cleared: it was done before their timeouts,
     // with every one of them still open.
-    expect(Date.now() - opened).toBeLessThan(8_000);
+    expect(Date.now() - opened).toBeLessThan(headersTimeoutMs);
     expect([...silent, ...slowHeaders, ...slowBodies].filter((c) => c.socket.destroyed)).toHaveLength(0);
 
     // Then each kind is closed by its own bound, the first two with a 408 Error body.
-    await until(
-      () => idle.every((c) => c.socket.destroyed),
-      10_000,
-      () => "idle keep-alive connections closed",
-    );
+    await eventually(() => idle.every((c) => c.socket.destroyed), { what: "idle keep-alive connections closed" });
     for (const client of idle) expect(await client.closed).toEqual({ error: undefined });
     const hostile = [...silent, ...slowHeaders, ...slowBodies];
-    await until(
-      () => hostile.every((c) => c.socket.destroyed),
-      20_000,
-      () => `every slow connection closed (${hostile.filter((c) => !c.socket.destroyed).length} open)`,
-    );
+    await eventually(() => hostile.every((c) => c.socket.destroyed), {
+      what: () => `every slow connection closed (${hostile.filter((c) => !c.socket.destroyed).length} open)`,
+      timeoutMs: 20_000,
+    });
     for (const client of [...slowHeaders, ...slowBodies]) {
       const answers = client.answers();
       expect(answers).toHaveLength(1);
@@ -86,48 +89,50 @@ describe("slow and idle clients", () => {
       expect(client.answers().every((a) => a.status === 408)).toBe(true);
     }
     expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
-  }, 90_000);
+  }, 60_000);
 
   it("serves a slow but steady body that finishes within the request timeout", async () => {
-    await using server = await startTestServer({ headersTimeoutMs: 1_000, requestTimeoutMs: 4_000 });
+    // The body takes about 0.7 s: longer than the headers timeout, well within the request timeout.
+    await using server = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 2_000 });
     const client = await openRaw(server.port);
     const body = '{"id":77,"name":"patient"}';
     client.write(postHead(TOKEN, body.length, "Connection: close\r\n"));
-    trickle(client, body, 60);
+    trickle(client, body, 25);
     await client.closed;
     expect(client.answers()).toMatchObject([{ status: 200, body: '{"name":"patient"}' }]);
   });
 
   it("closes a connection whose client stopped reading its answers", async () => {
-    await using server = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 300 });
+    await using server = await startServerWithTimings(
+      { headersTimeoutMs: 300, requestTimeoutMs: 300 },
+      { stallMarginMs: STALL_MARGIN_MS },
+    );
     const client = await openRaw(server.port);
     client.socket.pause();
     // Far more answer bytes than the socket buffers hold; the server must not wait forever.
     const request = "GET /openapi.json HTTP/1.1\r\nHost: plantstore\r\n\r\n";
     client.write(request.repeat(3_000));
     let open = 1;
-    await until(
-      () => open === 0,
-      30_000,
-      () => "the stalled connection to be closed",
-      async () => {
-        open = await connectionCount(server.server);
-      },
-    );
-    // Closed by the stall bound (the request timeout, 300 ms, plus 5 s of no progress), well before `until` gives up.
+    await eventually(async () => (open = await connectionCount(server.server)) === 0, {
+      what: () => `the stalled connection to be closed (${open} open)`,
+    });
+    // Closed by the stall bound (the request timeout, 300 ms, plus 1 s of no progress), well before `eventually` gives up.
     client.socket.destroy();
     expect((await rawRequest(server.url, { method: "GET", path: "/healthz" })).status).toBe(200);
-  }, 45_000);
+  });
 
-  it("closes connections that pipeline requests and never read within the request timeout plus 5 s", async () => {
+  it("closes connections that pipeline requests and never read within the request timeout plus the stall margin", async () => {
     const requestTimeoutMs = 300;
-    await using server = await startTestServer({
-      headersTimeoutMs: requestTimeoutMs,
-      requestTimeoutMs,
-      maxConnections: 10,
-      // On a port of its own, so the gauge can be read while the API port is full.
-      metricsPort: 0,
-    });
+    await using server = await startServerWithTimings(
+      {
+        headersTimeoutMs: requestTimeoutMs,
+        requestTimeoutMs,
+        maxConnections: 10,
+        // On a port of its own, so the gauge can be read while the API port is full.
+        metricsPort: 0,
+      },
+      { stallMarginMs: STALL_MARGIN_MS },
+    );
     const openConnections = async () => {
       const metrics = await rawRequest(server.metricsUrl!, { method: "GET", path: "/metrics" });
       return Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1]);
@@ -140,17 +145,13 @@ describe("slow and idle clients", () => {
     // Six 1.7 MB answers per connection: more than loopback's socket buffers hold, so the server's
     // writes really stall. Node parses all six at once and queues their answers behind the first.
     const pipelined = "GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: plantstore\r\n\r\n".repeat(6);
-    // The harness's keep-alive connection would free a slot by itself when it idles out.
+    // A keep-alive connection left from starting would free a slot by itself when it idles out.
     server.server.closeIdleConnections();
     let before = -1;
-    await until(
-      () => before === 0,
-      5_000,
-      () => `the harness's connections to close (${before} open)`,
-      async () => {
-        before = await connectionCount(server.server);
-      },
-    );
+    await eventually(async () => (before = await connectionCount(server.server)) === 0, {
+      what: () => `the earlier connections to close (${before} open)`,
+      timeoutMs: 5_000,
+    });
     const clients: RawClient[] = [];
     const sent = Date.now();
     for (let i = 0; i < 10; i++) {
@@ -162,26 +163,32 @@ describe("slow and idle clients", () => {
     expect(await healthz()).toBe(503);
     expect(await openConnections()).toBe(10);
 
-    const boundMs = requestTimeoutMs + 5_000;
+    const boundMs = requestTimeoutMs + STALL_MARGIN_MS;
     let status = 0;
-    await until(
-      () => status === 200,
+    await eventually(async () => (status = await healthz()) === 200, {
+      what: () => `/healthz to answer 200 again within ${boundMs} ms (it answers ${status})`,
       // The bound, plus what polling and the last check of the connections add.
-      boundMs + 1_000 - (Date.now() - sent),
-      () => `/healthz to answer 200 again within ${boundMs} ms (it answers ${status})`,
-      async () => {
-        status = await healthz();
-      },
-    );
-    expect(await openConnections()).toBeLessThanOrEqual(1);
+      timeoutMs: boundMs + 1_000 - (Date.now() - sent),
+    });
+    // Every one of them is closed within the same bound (the stall check, every 130 ms here, may
+    // cut them in different rounds): at most the metrics scrape's own connection is left.
+    let open = -1;
+    await eventually(async () => (open = await openConnections()) <= 1, {
+      what: () => `every stalled connection closed within ${boundMs} ms (${open} open)`,
+      timeoutMs: boundMs + 1_000 - (Date.now() - sent),
+    });
     for (const client of clients) client.socket.destroy();
-  }, 30_000);
+  });
 
   it("keeps serving a client that reads slowly but steadily for longer than that bound", async () => {
     const requestTimeoutMs = 300;
-    // 16 answers of 1.7 MB: far more than loopback's socket buffers hold.
-    const answers = 16;
-    await using server = await startTestServer({ headersTimeoutMs: requestTimeoutMs, requestTimeoutMs });
+    // 6 answers of 1.7 MB: far more than loopback's socket buffers hold, and at the pace below
+    // (about 3 MB/s) about twice the bound to read.
+    const answers = 6;
+    await using server = await startServerWithTimings(
+      { headersTimeoutMs: requestTimeoutMs, requestTimeoutMs },
+      { stallMarginMs: STALL_MARGIN_MS },
+    );
     const path = "/docs/swagger-ui-bundle.js";
     const bundleBytes = Number((await rawRequest(server.url, { method: "HEAD", path })).headers["content-length"]);
     let serverSide: Socket | undefined;
@@ -194,41 +201,47 @@ describe("slow and idle clients", () => {
     let taken = 0;
     // At most one socket buffer's worth per tick: a few MB/s, so the server holds unsent bytes for
     // longer than the stall bound while the client keeps taking them.
+    // timer kept: the slow reader's pace is what this test is about
     const reader = setInterval(() => (taken += (client.read() as Buffer | null)?.length ?? 0), 20);
     let firstPending = 0;
     let lastPending = 0;
     try {
-      await until(
-        () => taken >= answers * bundleBytes || client.destroyed,
-        40_000,
-        () => `${answers} answers read (${taken} bytes so far)`,
-        async () => {
-          if ((serverSide?.writableLength ?? 0) === 0) return;
-          lastPending = Date.now();
-          firstPending ||= lastPending;
+      await eventually(
+        () => {
+          if ((serverSide?.writableLength ?? 0) > 0) {
+            lastPending = Date.now();
+            firstPending ||= lastPending;
+          }
+          return taken >= answers * bundleBytes || client.destroyed;
         },
+        { what: () => `${answers} answers read (${taken} bytes so far)`, timeoutMs: 30_000 },
       );
     } finally {
       clearInterval(reader);
       client.destroy();
     }
     expect(taken).toBeGreaterThanOrEqual(answers * bundleBytes);
-    expect(lastPending - firstPending).toBeGreaterThan(requestTimeoutMs + 5_000);
-  }, 60_000);
+    expect(lastPending - firstPending).toBeGreaterThan(requestTimeoutMs + STALL_MARGIN_MS);
+  }, 40_000);
 });
 
 describe("PLANTSTORE_MAX_CONNECTIONS", () => {
   it("answers connections beyond the cap with 503 (50301) and Retry-After, and serves again once some close", async () => {
     await using server = await startTestServer({ maxConnections: 20, metrics: "public" });
+    // Whether the server let each connection through: it answers one past the cap (and ends it)
+    // in its own 'connection' listener, which runs before this one.
+    const letThrough: boolean[] = [];
+    server.server.on("connection", (socket: Socket) => letThrough.push(!socket.writableEnded));
     // Fill the server up (the harness already holds a keep-alive connection or so): the first
     // connection past the cap is answered 503 at once, whatever it sends.
     const held: RawClient[] = [];
     let refused: RawClient | undefined;
     while (refused === undefined && held.length < 30) {
+      const index = letThrough.length;
       const client = await openRaw(server.port);
-      await sleep(20);
-      if (client.received().length > 0) refused = client;
-      else held.push(client);
+      await eventually(() => letThrough.length > index, { what: `the server to see connection ${index + 1}` });
+      if (letThrough[index]) held.push(client);
+      else refused = client;
     }
     expect(refused, "a connection past the cap").toBeDefined();
     expect(held.length).toBeLessThanOrEqual(20);
@@ -245,7 +258,12 @@ describe("PLANTSTORE_MAX_CONNECTIONS", () => {
     });
     expect(JSON.parse(answer!.body)).toEqual({ error: 50301, message: expect.any(String) });
     for (const client of held.slice(0, 5)) client.socket.destroy();
-    await sleep(200);
+    // The server sees those five go before it is asked for its gauge: a request made while it is
+    // still full would be refused, and counted.
+    let open = -1;
+    await eventually(async () => (open = await connectionCount(server.server)) <= 16, {
+      what: () => `the server to see five connections close (${open} open)`,
+    });
     const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { connection: "close" } });
     expect(metrics.status).toBe(200);
     expect(metrics.text).toMatch(/^plantstore_http_connections_refused_total 1$/m);

@@ -1,7 +1,7 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { spawnServe, type SpawnedServer } from "../support/spawned-server.ts";
 import { createTestDatabase } from "../support/test-database.ts";
-import { waitFor } from "../support/wait-for.ts";
 
 /**
  * The log goes to stdout in blocks (src/logger.ts): these check what an operator reading the
@@ -39,11 +39,10 @@ describe("the log on stdout", () => {
     const server = await serve();
     expect((await create(server, 1, "quiet-1")).status).toBe(200);
     const sent = Date.now();
-    await waitFor(
-      () => accessLinesOf(server.output(), "quiet-").length === 1,
-      2_000,
-      () => `the access line of quiet-1; output:\n${server.output()}`,
-    );
+    await eventually(() => accessLinesOf(server.output(), "quiet-").length === 1, {
+      what: () => `the access line of quiet-1; output:\n${server.output()}`,
+      timeoutMs: 2_000,
+    });
     // The block is written at least every 100 ms; the rest is the poll's and the pipe's slack.
     expect(Date.now() - sent).toBeLessThan(1_500);
   });

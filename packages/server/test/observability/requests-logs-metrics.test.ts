@@ -2,10 +2,12 @@ import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "../support/harness.ts";
+import { closeIdleClientConnections } from "../support/client-connections.ts";
 import { BIN } from "../support/spawned-server.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 
@@ -23,6 +25,7 @@ async function serverWithLogs(overrides: Partial<Config> = {}) {
     logger: createLogger(overrides.logLevel ?? "info", sink),
   });
   cleanups.push(async () => {
+    closeIdleClientConnections(running.url);
     await running.close();
     await database.dispose();
   });
@@ -41,8 +44,10 @@ describe("request ids", () => {
     const { lines, post } = await serverWithLogs();
     const response = await post('{"id":1,"name":"a"}', { "x-request-id": "abc-123" });
     expect(response.headers["x-request-id"]).toBe("abc-123");
-    await new Promise((r) => setTimeout(r, 50));
-    const line = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["reqId"] === "abc-123");
+    const line = await eventually(
+      () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["reqId"] === "abc-123"),
+      { what: "the request's log line" },
+    );
     expect(line).toMatchObject({ method: "POST", route: "/plants", status: 200, msg: "request" });
   });
 
@@ -61,7 +66,7 @@ describe("request ids", () => {
     await post("not json");
     await running.store.close();
     await post('{"id":4,"name":"a"}'); // a 500: logged as an error line too
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => lines.some((l) => l.includes('"msg":"request failed"')), { what: "the 500's error line" });
     const requestLines = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(requestLines.length).toBeGreaterThanOrEqual(4);
     // Webhook delivery runs in the background (its poll may meet the closed store): it names its component instead.
@@ -85,6 +90,7 @@ describe("the log during a storm of failing requests", () => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     // The server's own stop writes the count still held for the interval.
+    closeIdleClientConnections(running.url);
     await running.close();
     const failed = lines
       .map((l) => JSON.parse(l) as Record<string, unknown>)
@@ -115,7 +121,7 @@ describe("logs never carry secrets", () => {
     });
     await running.store.close();
     await post(`{"id":7,"name":"${secretField}"}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => lines.some((l) => l.includes('"msg":"request failed"')), { what: "the 500's error line" });
     const all = lines.join("\n");
     expect(lines.length).toBeGreaterThan(0);
     for (const secret of [TOKEN, wrongToken, secretField]) expect(all).not.toContain(secret);
@@ -146,8 +152,9 @@ describe("logs never carry secrets", () => {
     });
     expect(added.status, added.stderr).toBe(0);
     expect((await post('{"id":20,"name":"announced"}')).status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while (attempts < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await eventually(() => lines.filter((l) => l.includes('"msg":"webhook attempt failed"')).length >= 2, {
+      what: () => `two failed delivery attempts logged (${attempts} made)`,
+    });
     expect(attempts).toBe(2);
 
     // Every kind of refusal, each carrying the secret in the body, the path or the query.
@@ -187,7 +194,7 @@ describe("logs never carry secrets", () => {
     // And the 5xx path: the database goes away under a request that carries the secret.
     await running.store.close();
     expect((await post(`{"id":25,"name":"${bodySecret}","password":"${bodySecret}"}`)).status).toBe(500);
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => lines.some((l) => l.includes('"msg":"request failed"')), { what: "the 500's error line" });
 
     const all = lines.join("\n");
     expect(lines.some((l) => l.includes('"msg":"webhook attempt failed"'))).toBe(true);

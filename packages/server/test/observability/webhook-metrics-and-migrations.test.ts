@@ -3,10 +3,11 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DatabaseSync } from "node:sqlite";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest, startTestServer, type TestServer } from "../support/harness.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
 import { BIN, freePort } from "../support/spawned-server.ts";
-import { waitFor as until } from "../support/wait-for.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 
@@ -40,35 +41,26 @@ async function sample(server: TestServer, series: string): Promise<number | unde
 
 describe("webhook metrics", () => {
   it("report the outbox depth, every attempt and each delivery's final outcome", async () => {
-    const server = await startTestServer({
-      metrics: "public",
-      webhookAllowedHosts: ["127.0.0.1"],
-      webhookRetryBaseMs: 20,
-    });
+    const clock = new SkippableClock();
+    const server = await startTestServer(
+      { metrics: "public", webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 20 },
+      { clock },
+    );
     cleanups.push(() => server.close());
     // The receiver is down at first: the plants wait in the outbox.
     const port = await freePort();
     subscribe(server, `http://127.0.0.1:${port}/hook`);
     for (const id of [1, 2, 3]) expect((await server.createRaw(`{"id":${id},"name":"p${id}"}`)).status).toBe(200);
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(3);
-    let failed: number | undefined;
-    await until(
-      () => (failed ?? 0) >= 3,
-      10_000,
-      () => "failed attempts",
-      async () => {
-        failed = await sample(server, 'plantstore_webhook_attempts_total{outcome="failed_attempt"}');
-      },
+    await eventually(
+      async () => ((await sample(server, 'plantstore_webhook_attempts_total{outcome="failed_attempt"}')) ?? 0) >= 3,
+      { what: "failed attempts" },
     );
     await receiverOn(port, 204);
     let delivered: number | undefined;
-    await until(
-      () => delivered === 3,
-      15_000,
-      () => `three deliveries (${delivered})`,
-      async () => {
-        delivered = await sample(server, 'plantstore_webhook_deliveries_total{outcome="delivered"}');
-      },
+    await clock.skipUntil(
+      async () => (delivered = await sample(server, 'plantstore_webhook_deliveries_total{outcome="delivered"}')) === 3,
+      { what: () => `three deliveries (${delivered})` },
     );
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(0);
     expect(await sample(server, 'plantstore_webhook_attempts_total{outcome="delivered"}')).toBe(3);
@@ -80,15 +72,9 @@ describe("webhook metrics", () => {
     const port = await receiverOn(0, 410);
     subscribe(server, `http://127.0.0.1:${port}/hook`);
     expect((await server.createRaw('{"id":4,"name":"gone"}')).status).toBe(200);
-    let gone: number | undefined;
-    await until(
-      () => gone === 1,
-      10_000,
-      () => "the gone outcome",
-      async () => {
-        gone = await sample(server, 'plantstore_webhook_deliveries_total{outcome="gone"}');
-      },
-    );
+    await eventually(async () => (await sample(server, 'plantstore_webhook_deliveries_total{outcome="gone"}')) === 1, {
+      what: "the gone outcome",
+    });
     expect(await sample(server, "plantstore_webhook_outbox_depth")).toBe(0);
   });
 });

@@ -19,6 +19,7 @@ describe("plantstore-server serve (the built bin, as a process)", () => {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     try {
       const url = await new Promise<string>((resolve, reject) => {
+        // timer kept: a guard that fails a start that never says it listens
         const timer = setTimeout(() => reject(new Error(`no listening line in: ${output}`)), 15_000);
         child.stdout.on("data", () => {
           const match = /"url":"(http:\/\/[^"]+)"/.exec(output);

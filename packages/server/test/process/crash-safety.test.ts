@@ -5,12 +5,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseJsonLossless } from "@plantstore/schema";
+import { eventually } from "@plantstore/test-support/eventually";
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "../support/load.ts";
 import { BIN, spawnServe } from "../support/spawned-server.ts";
 import { startReceiver } from "../support/webhook-receiver.ts";
-import { waitFor as until } from "../support/wait-for.ts";
 
 const TOKEN = "crash-test-token-0123456789abcdefghij";
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
@@ -215,13 +215,13 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
       return plant;
     };
     const load = runLoad({ url: server.url, token: TOKEN, concurrency: CONCURRENCY, next, onOutcome });
-    // Let the load reach full speed (a first answer), then kill at a random moment.
-    await until(
-      () => ackedThisRound > 0 || violations.length > 0,
-      20_000,
-      () => `a first answer ${context}`,
-    );
-    await new Promise((r) => setTimeout(r, 100 + random() * 700));
+    // Kill at a random moment of full load: after a random number of this round's answers (at
+    // least 20 a round, so the rounds acknowledge 100 plants or more between them).
+    const killAfter = 20 + Math.floor(random() * 100);
+    await eventually(() => ackedThisRound >= killAfter || violations.length > 0, {
+      what: () => `${killAfter} answers ${context} (${ackedThisRound} so far)`,
+      timeoutMs: 20_000,
+    });
     server.child.kill("SIGKILL");
     killed = true;
     await load;
@@ -234,11 +234,9 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
   expect((await rawRequest(last.url, { method: "GET", path: "/readyz" })).status, context).toBe(200);
   const listed = await listAll(last.url);
   // Deliveries a kill interrupted were leased; once the lease runs out they are sent again.
+  // The lease is the attempt timeout twice plus 5 s (webhooks/dispatcher.ts): this wait is mostly that.
   let depth = "";
-  await until(
-    () => depth === "0",
-    30_000,
-    () => `an empty webhook outbox ${context}: depth ${depth}`,
+  await eventually(
     async () => {
       const metrics = await rawRequest(last.url, {
         method: "GET",
@@ -246,7 +244,9 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
         headers: { authorization: `Bearer ${TOKEN}` },
       });
       depth = /^plantstore_webhook_outbox_depth (\d+)$/m.exec(metrics.text)?.[1] ?? "";
+      return depth === "0";
     },
+    { what: () => `an empty webhook outbox ${context}: depth ${depth}`, timeoutMs: 30_000, intervalMs: 100 },
   );
   last.child.kill("SIGTERM");
   expect((await last.exited).code, last.output()).toBe(0);

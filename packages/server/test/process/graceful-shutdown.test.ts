@@ -2,12 +2,13 @@ import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomPlant, runLoad, type Outcome, type SentPlant } from "../support/load.ts";
 import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
+import { rawRequest } from "../support/harness.ts";
 import { BIN, freePort, spawnServe, type SpawnedServer } from "../support/spawned-server.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
-import { waitFor as until } from "../support/wait-for.ts";
 
 const TOKEN = "shutdown-test-token-0123456789abcdefgh";
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;
@@ -83,6 +84,30 @@ function expectCleanStop(outcomes: Outcome[], stored: Map<bigint, { name: string
   expect(problems).toEqual([]);
 }
 
+/** Waits until `count` processes of `server` logged that they took the stop signal. */
+async function signalTaken(server: SpawnedServer, count = 1): Promise<void> {
+  await eventually(() => server.output().split('"msg":"shutting down"').length > count, {
+    what: () => `${count} "shutting down" line(s):\n${server.output()}`,
+  });
+}
+
+/** Waits until `server` holds a connection besides the one that asks it (its open-connections gauge). */
+async function connectionHeld(server: SpawnedServer): Promise<void> {
+  let open = "";
+  await eventually(
+    async () => {
+      const metrics = await rawRequest(server.url, {
+        method: "GET",
+        path: "/metrics",
+        headers: { authorization: `Bearer ${TOKEN}`, connection: "close" },
+      });
+      open = /^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1] ?? "";
+      return Number(open) >= 2;
+    },
+    { what: () => `the server to hold the request's connection (open connections: ${open})` },
+  );
+}
+
 describe("graceful shutdown of plantstore-server serve", () => {
   it("on SIGTERM under load: finishes in-flight requests, closes keep-alive connections cleanly, stores every 200, records webhook attempts, exits 0", async () => {
     const db = await tempDatabase();
@@ -92,6 +117,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
       let body = "";
       req.on("data", (c: Buffer) => (body += c.toString()));
       req.on("end", () =>
+        // timer kept: a slow receiver, so SIGTERM finds webhook attempts under way
         setTimeout(() => {
           delivered.push(body);
           res.writeHead(204).end();
@@ -119,11 +145,10 @@ describe("graceful shutdown of plantstore-server serve", () => {
     const keepAlive = async (): Promise<RawClient> => {
       const client = await openRaw(port);
       client.write("GET /healthz HTTP/1.1\r\nHost: plantstore\r\n\r\n");
-      await until(
-        () => client.answers().length === 1,
-        10_000,
-        () => "a first answer on a keep-alive connection",
-      );
+      await eventually(() => client.answers().length === 1, {
+        what: () => "a first answer on a keep-alive connection",
+        timeoutMs: 10_000,
+      });
       return client;
     };
     // Idle keep-alive connections: one stays silent, one sends its next request just after SIGTERM.
@@ -141,14 +166,13 @@ describe("graceful shutdown of plantstore-server serve", () => {
     );
 
     const load = loadUntilRefused(server.url);
-    await until(
-      () => load.answered() >= 100 && delivered.length > 0,
-      30_000,
-      () => `load and a first delivery (${load.answered()} answered)`,
-    );
+    await eventually(() => load.answered() >= 100 && delivered.length > 0, {
+      what: () => `load and a first delivery (${load.answered()} answered)`,
+      timeoutMs: 30_000,
+    });
     const signalledAt = Date.now();
     server.child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 200));
+    await signalTaken(server);
     const latePlant = randomPlant();
     late.write(postHead(TOKEN, Buffer.byteLength(latePlant.body)) + latePlant.body);
     for (const { client, rest } of halfSent) client.write(rest);
@@ -198,7 +222,8 @@ describe("graceful shutdown of plantstore-server serve", () => {
       DATABASE_URL: db.url,
       PLANTSTORE_TOKENS: TOKEN,
       PLANTSTORE_WORKERS: "2",
-      PLANTSTORE_LOG_LEVEL: "warn",
+      // Info: each worker's "shutting down" line says it took the signal.
+      PLANTSTORE_LOG_LEVEL: "info",
     };
     const server = track(await spawnServe(env, { port }));
     const halfSent = await Promise.all(
@@ -210,14 +235,13 @@ describe("graceful shutdown of plantstore-server serve", () => {
       }),
     );
     const load = loadUntilRefused(server.url);
-    await until(
-      () => load.answered() >= 200,
-      30_000,
-      () => `load (${load.answered()} answered)`,
-    );
+    await eventually(() => load.answered() >= 200, {
+      what: () => `load (${load.answered()} answered)`,
+      timeoutMs: 30_000,
+    });
     const signalledAt = Date.now();
     server.child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 200));
+    await signalTaken(server, 2);
     for (const { client, rest } of halfSent) client.write(rest);
     await load.done;
     const { code } = await server.exited;
@@ -238,7 +262,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
     const server = track(await spawnServe(env));
     const stuck = await openRaw(Number(new URL(server.url).port));
     stuck.write(postHead(TOKEN, 100) + '{"id":1,');
-    await new Promise((r) => setTimeout(r, 200));
+    await connectionHeld(server);
     const signalledAt = Date.now();
     server.child.kill("SIGTERM");
     const { code } = await server.exited;
@@ -256,9 +280,9 @@ describe("graceful shutdown of plantstore-server serve", () => {
     const plant = randomPlant();
     const client = await openRaw(Number(new URL(server.url).port));
     client.write(postHead(TOKEN, Buffer.byteLength(plant.body)) + plant.body.slice(0, 3));
-    await new Promise((r) => setTimeout(r, 100));
+    await connectionHeld(server);
     server.child.kill("SIGINT");
-    await new Promise((r) => setTimeout(r, 200));
+    await signalTaken(server);
     client.write(plant.body.slice(3));
     expect((await server.exited).code, server.output()).toBe(0);
     expect(client.answers()).toMatchObject([{ status: 200, body: plant.answer }]);

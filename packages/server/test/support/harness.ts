@@ -9,10 +9,12 @@ import {
   buildOpenApiDocument,
   loadConfig,
   startServer,
+  type Clock,
   type Config,
   type RunningServer,
 } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { closeIdleClientConnections } from "./client-connections.ts";
 import { createTestDatabase, type TestDatabase } from "./test-database.ts";
 
 export { TEST_BACKEND } from "./test-database.ts";
@@ -128,22 +130,24 @@ export function testConfig(databaseUrl: string, overrides: Partial<Config> = {})
 /**
  * The real server on an ephemeral port with a fresh database of the backend under test
  * (`PLANTSTORE_TEST_BACKEND`, see test-database.ts); `await using` closes it and drops the
- * database. Pass `database` to start a second server on an existing one (then it is not dropped).
+ * database. Pass `database` to start a second server on an existing one (then it is not dropped),
+ * `clock` to time its webhook delivery (see skippable-clock.ts).
  */
 export async function startTestServer(
   overrides: Partial<Config> = {},
-  shared?: { database: TestDatabase },
+  shared: { database?: TestDatabase; clock?: Clock } = {},
 ): Promise<TestServer> {
-  const database = shared?.database ?? (await createTestDatabase());
+  const database = shared.database ?? (await createTestDatabase());
   // Silent whatever the overrides' logLevel: tests that read the log start a server of their own.
   const server = {
     loadConfig,
-    startServer: (options: { config: Config }) => startServer({ ...options, logger: createLogger("silent") }),
+    startServer: (options: { config: Config }) =>
+      startServer({ ...options, logger: createLogger("silent"), clock: shared.clock }),
   };
   // A shared database outlives this server: it is not handed over to be disposed.
   const running = await startRealServer(server, {
     config: overrides,
-    database: shared === undefined ? database : { url: database.url },
+    database: shared.database === undefined ? database : { url: database.url },
   });
   const servedText = await rawRequest(running.url, { method: "GET", path: "/openapi.json" });
   const served = JSON.parse(servedText.text) as OpenApiDoc;
@@ -153,6 +157,7 @@ export async function startTestServer(
 
   const close = async () => {
     servedContracts.delete(running.url);
+    closeIdleClientConnections(running.url);
     await running.close();
   };
   return {

@@ -25,6 +25,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
   const url = await new Promise<string>((resolve, reject) => {
+    // timer kept: a guard that fails a start that never says it listens
     const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${output}`)), 20_000);
     const onData = () => {
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
@@ -47,6 +48,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exit = once(child, "exit") as Promise<[number | null]>;
       child.kill("SIGTERM");
+      // timer kept: a guard that kills a process a SIGTERM did not stop
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       const [code] = await exit;
       clearTimeout(timer);
@@ -165,6 +167,7 @@ export function startCreationLoad(
       const answer = await postPlant(agent, server.url, token, `{"id":${id},"name":"p${id}"}`);
       waiting.delete(sent);
       answers.push({ id, answer });
+      // timer kept: the load generator's pause before a retry, as a real client would
       if (answer.status !== 200) await new Promise((r) => setTimeout(r, retryPauseMs));
     }
   };
@@ -178,14 +181,6 @@ export function startCreationLoad(
       agent.destroy();
     },
   };
-}
-
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Ids as exact BigInts from JSON text (JSON.parse would round those above 2^53). */

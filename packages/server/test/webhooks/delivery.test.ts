@@ -1,72 +1,28 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { eventually } from "@plantstore/test-support/eventually";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../../src/webhooks/outbound-guard.ts";
 import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase } from "../support/test-database.ts";
+import { startReceiver } from "../support/webhook-receiver.ts";
 
 const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
-
-type Received = { headers: IncomingHttpHeaders; body: string };
-
-/** A real HTTP receiver on loopback; `answer` decides the status of each request it gets. */
-async function startReceiver(
-  answer: (n: number, r: Received) => { status: number; headers?: Record<string, string> },
-  port = 0,
-) {
-  const received: Received[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (body += c));
-    req.on("end", () => {
-      const r = { headers: req.headers, body };
-      received.push(r);
-      const { status, headers } = answer(received.length, r);
-      res.writeHead(status, headers);
-      res.end();
-    });
-  });
-  server.listen(port, "127.0.0.1");
-  await once(server, "listening");
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return {
-    received,
-    url,
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-async function untilAsync(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Far past any retry of these tests (40 ms base): once skipped, whatever was due has been sent. */
+const DAY = 24 * 60 * 60 * 1000;
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function storeWithSubscriber(url: string): Promise<TestServer> {
-  const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40 });
+async function storeWithSubscriber(url: string, clock?: SkippableClock): Promise<TestServer> {
+  const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40 }, { clock });
   cleanups.push(() => server.close());
   const admin = await openWebhookAdmin(server.database.url);
   await admin.add(url, SECRET);
@@ -82,7 +38,7 @@ describe("the new-plant webhook", () => {
     expect((await server.createRaw('{"id":9223372036854775807,"name":"Fern","tag":"fern","extra":1}')).status).toBe(
       200,
     );
-    await until(() => receiver.received.length === 1, 10_000, "one delivery");
+    await eventually(() => receiver.received.length === 1, { what: "one delivery" });
     const [delivery] = receiver.received;
     expect(delivery!.body).toBe('{"id":9223372036854775807,"name":"Fern","tag":"fern"}');
     expect(delivery!.headers["content-type"]).toBe("application/json");
@@ -99,24 +55,28 @@ describe("the new-plant webhook", () => {
   it("retries a receiver that fails three times, with the same webhook-id each time", async () => {
     const receiver = await startReceiver((n) => ({ status: n <= 3 ? 500 : 200 }));
     cleanups.push(receiver.close);
-    const server = await storeWithSubscriber(receiver.url);
+    const clock = new SkippableClock();
+    const server = await storeWithSubscriber(receiver.url, clock);
     await server.createRaw('{"id":1,"name":"Moss"}');
-    await until(() => receiver.received.length === 4, 15_000, "four attempts");
+    await clock.skipUntil(() => receiver.received.length === 4, { what: "four attempts" });
     const ids = new Set(receiver.received.map((r) => r.headers["webhook-id"]));
     expect(ids.size).toBe(1);
-    await new Promise((r) => setTimeout(r, 300));
+    // Delivered: never sent again, however long the dispatcher goes on.
+    await clock.skip(DAY);
     expect(receiver.received).toHaveLength(4);
   });
 
   it("announces an idempotent replay no second time", async () => {
     const receiver = await startReceiver(() => ({ status: 200 }));
     cleanups.push(receiver.close);
-    const server = await storeWithSubscriber(receiver.url);
+    const clock = new SkippableClock();
+    const server = await storeWithSubscriber(receiver.url, clock);
     await server.createRaw('{"id":2,"name":"Ivy"}');
     await server.createRaw('{"id":2,"name":"Ivy"}');
     await server.createRaw('{"id":2,"name":"Other"}'); // 409: nothing new either
-    await until(() => receiver.received.length >= 1, 10_000, "the delivery");
-    await new Promise((r) => setTimeout(r, 500));
+    await eventually(() => receiver.received.length >= 1, { what: "the delivery" });
+    // A pass that starts after every write has sent whatever the writes put in the outbox.
+    await clock.skip(DAY);
     expect(receiver.received).toHaveLength(1);
   });
 
@@ -125,20 +85,26 @@ describe("the new-plant webhook", () => {
     const probe = await startReceiver(() => ({ status: 200 }));
     const port = probe.port;
     await probe.close();
-    const server = await storeWithSubscriber(`http://127.0.0.1:${port}/hook`);
+    const clock = new SkippableClock();
+    const server = await storeWithSubscriber(`http://127.0.0.1:${port}/hook`, clock);
     for (let start = 0; start < 1000; start += 100) {
       await Promise.all(
         Array.from({ length: 100 }, (_, i) => server.createRaw(`{"id":${10_000 + start + i},"name":"p${start + i}"}`)),
       );
     }
-    await new Promise((r) => setTimeout(r, 500));
+    // Down indeed: attempts fail, and those deliveries wait for a retry.
+    const admin = await openWebhookAdmin(server.database.url);
+    cleanups.push(() => admin.close());
+    await eventually(async () => (await admin.deliveries({ failedOnly: true, limit: 1 })).length === 1, {
+      what: "a failed attempt",
+    });
     const receiver = await startReceiver(() => ({ status: 200 }), port);
     cleanups.push(receiver.close);
-    await until(
-      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 1000,
-      60_000,
-      "1,000 events",
-    );
+    await clock.skipUntil(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 1000, {
+      what: () => `1,000 events (${receiver.received.length} received)`,
+      stepMs: 1_000,
+      timeoutMs: 60_000,
+    });
     const ids = new Set(
       receiver.received.map((r) => JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')).id as string),
     );
@@ -146,26 +112,29 @@ describe("the new-plant webhook", () => {
   }, 90_000);
 
   it("honours Retry-After", async () => {
+    const clock = new SkippableClock();
     const times: number[] = [];
     const receiver = await startReceiver((n) => {
-      times.push(Date.now());
+      times.push(clock.now());
       return n === 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 };
     });
     cleanups.push(receiver.close);
-    const server = await storeWithSubscriber(receiver.url);
+    const server = await storeWithSubscriber(receiver.url, clock);
     await server.createRaw('{"id":3,"name":"Sage"}');
-    await until(() => receiver.received.length === 2, 10_000, "the retry");
-    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(950);
+    // Steps well below the second asked for, against a backoff of 20 to 60 ms.
+    await clock.skipUntil(() => receiver.received.length === 2, { what: "the retry", stepMs: 100 });
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(1_000);
   });
 
   it("stops sending to a receiver that answers 410 Gone", async () => {
     const receiver = await startReceiver(() => ({ status: 410 }));
     cleanups.push(receiver.close);
-    const server = await storeWithSubscriber(receiver.url);
+    const clock = new SkippableClock();
+    const server = await storeWithSubscriber(receiver.url, clock);
     await server.createRaw('{"id":4,"name":"a"}');
-    await until(() => receiver.received.length === 1, 10_000, "the first delivery");
+    await eventually(() => receiver.received.length === 1, { what: "the first delivery" });
     await server.createRaw('{"id":5,"name":"b"}');
-    await new Promise((r) => setTimeout(r, 500));
+    await clock.skip(DAY);
     expect(receiver.received).toHaveLength(1);
     const admin = await openWebhookAdmin(server.database.url);
     expect((await admin.list())[0]).toMatchObject({ active: false });
@@ -200,11 +169,12 @@ describe("webhook targets on private addresses", () => {
     cleanups.push(() => admin.close());
     await admin.add(receiver.url.replace("127.0.0.1", "localhost"), SECRET); // stored behind the CLI's back
     await server.createRaw('{"id":6,"name":"a"}');
-    let failed = await admin.deliveries({ failedOnly: true, limit: 10 });
-    await untilAsync(
-      async () => (failed = await admin.deliveries({ failedOnly: true, limit: 10 })).length === 1,
-      10_000,
-      "a failed attempt",
+    const failed = await eventually(
+      async () => {
+        const rows = await admin.deliveries({ failedOnly: true, limit: 10 });
+        return rows.length === 1 && rows;
+      },
+      { what: "a failed attempt" },
     );
     expect(failed[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
@@ -227,11 +197,14 @@ describe("webhook targets on private addresses", () => {
     const refused = await run(["add", "http://127.0.0.1:9/hook"]);
     expect(refused.code).toBe(1);
     expect(refused.out).toMatch(/private, loopback or link-local/);
-    // Loopback in an IPv6 form the old hand-written deny-list let through (issue 23).
-    const compatible = await run(["add", "http://[::127.0.0.1]:9/hook"]);
+    // Side by side now that the first run migrated the database. Loopback in an IPv6 form the old
+    // hand-written deny-list let through (issue 23).
+    const [compatible, added] = await Promise.all([
+      run(["add", "http://[::127.0.0.1]:9/hook"]),
+      run(["add", "https://hooks.example.com/plants", "--json"]),
+    ]);
     expect(compatible.code).toBe(1);
     expect(compatible.out).toMatch(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
-    const added = await run(["add", "https://hooks.example.com/plants", "--json"]);
     expect(added.code).toBe(0);
     const subscriber = JSON.parse(added.out) as { id: string; secret: string };
     expect(subscriber.secret).toMatch(/^whsec_/);
@@ -257,13 +230,6 @@ describe("the outbox across a crash", () => {
       PLANTSTORE_WEBHOOK_RETRY_BASE_MS: "40",
       PLANTSTORE_LOG_LEVEL: "info",
     };
-    const start = async () => {
-      const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], { env, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-      await until(() => /"url":"http/.test(out), 15_000, "the server");
-      return { child, url: /"url":"(http:[^"]+)"/.exec(out)![1]! };
-    };
     // Subscriber first (the receiver is down, so events stay pending).
     const migrate = spawn(process.execPath, [BIN, "migrate"], { env });
     await once(migrate, "exit");
@@ -271,11 +237,18 @@ describe("the outbox across a crash", () => {
     await admin.add(`http://127.0.0.1:${port}/hook`, SECRET);
     await admin.close();
 
-    const first = await start();
+    const first = spawn(process.execPath, [BIN, "serve", "--port", "0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    cleanups.push(() => void first.kill("SIGKILL"));
+    let out = "";
+    first.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    const url = await eventually(() => /"url":"(http:[^"]+)"/.exec(out)?.[1], {
+      what: "the server",
+      timeoutMs: 15_000,
+    });
     const answered: number[] = [];
     await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
-        const r = await rawRequest(first.url, {
+        const r = await rawRequest(url, {
           method: "POST",
           path: "/plants",
           headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
@@ -284,19 +257,25 @@ describe("the outbox across a crash", () => {
         if (r?.status === 200) answered.push(i);
       }),
     );
-    first.child.kill("SIGKILL");
-    await once(first.child, "exit");
+    first.kill("SIGKILL");
+    await once(first, "exit");
     expect(answered).toHaveLength(200);
 
     const receiver = await startReceiver(() => ({ status: 200 }), port);
     cleanups.push(receiver.close);
-    const second = await start();
-    cleanups.push(() => void second.child.kill("SIGKILL"));
-    await until(
-      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 200,
-      60_000,
-      "200 events",
+    // Restarted in this process, on a clock the test moves past the killed process's leases and
+    // the backoff of the attempts it made, instead of waiting out both.
+    const clock = new SkippableClock();
+    const second = await startTestServer(
+      { webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40 },
+      { database, clock },
     );
+    cleanups.push(() => second.close());
+    await clock.skipUntil(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size === 200, {
+      what: () => `200 events (${receiver.received.length} received)`,
+      stepMs: 60_000,
+      timeoutMs: 60_000,
+    });
     const delivered = new Set(receiver.received.map((r) => Number(/"id":(\d+)/.exec(r.body)![1])));
     for (const id of answered) expect(delivered.has(id)).toBe(true);
   }, 90_000);

@@ -1,13 +1,17 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
-import { startReceiver, until } from "../support/webhook-receiver.ts";
+import { SkippableClock } from "../support/skippable-clock.ts";
+import { startReceiver } from "../support/webhook-receiver.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
 const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
+/** Far past any retry of these tests (40 ms base): once skipped, whatever was due has been sent. */
+const DAY = 24 * 60 * 60 * 1000;
 
 /** `plantstore-server webhooks <args>` on the server's database, as an operator runs it beside the server. */
 function webhooksCli(
@@ -43,8 +47,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function storeWith(url: string, overrides: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
-  const server = await startTestServer({ webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40, ...overrides });
+async function storeWith(
+  url: string,
+  overrides: Parameters<typeof startTestServer>[0] = {},
+  clock?: SkippableClock,
+): Promise<TestServer> {
+  const server = await startTestServer(
+    { webhookAllowedHosts: ["127.0.0.1"], webhookRetryBaseMs: 40, ...overrides },
+    { clock },
+  );
   cleanups.push(() => server.close());
   const admin = await openWebhookAdmin(server.database.url);
   await admin.add(url, SECRET);
@@ -60,9 +71,13 @@ async function admin(server: TestServer): Promise<WebhookAdmin> {
 
 /** The newest delivery, once its event has been delivered. */
 async function newestDelivered(history: WebhookAdmin) {
-  const newest = async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0];
-  await until(async () => (await newest())?.status === "delivered", 5_000, "delivered");
-  return (await newest())!;
+  return eventually(
+    async () => {
+      const [newest] = await history.deliveries({ failedOnly: false, limit: 1 });
+      return newest?.status === "delivered" && newest;
+    },
+    { what: "delivered" },
+  );
 }
 
 describe("webhook targets given as a private IP literal", () => {
@@ -73,11 +88,9 @@ describe("webhook targets given as a private IP literal", () => {
     const server = await storeWith(receiver.url, { webhookAllowedHosts: [] });
     await server.createRaw('{"id":1,"name":"a"}');
     const deliveries = await admin(server);
-    await until(
-      async () => (await deliveries.deliveries({ failedOnly: true, limit: 10 })).length === 1,
-      10_000,
-      "a failed attempt",
-    );
+    await eventually(async () => (await deliveries.deliveries({ failedOnly: true, limit: 10 })).length === 1, {
+      what: "a failed attempt",
+    });
     expect((await deliveries.deliveries({ failedOnly: true, limit: 10 }))[0]!.lastError).toMatch(/non-public/);
     expect(receiver.received).toHaveLength(0);
   });
@@ -85,21 +98,31 @@ describe("webhook targets given as a private IP literal", () => {
 
 describe("the per-attempt timeout", () => {
   it("gives up on a receiver that does not answer in time, records why, and retries with the same webhook-id", async () => {
-    const receiver = await startReceiver((n) => (n === 1 ? "hang" : { status: 200 }));
+    const clock = new SkippableClock();
+    const times: number[] = [];
+    const receiver = await startReceiver((n) => {
+      times.push(clock.now());
+      return n === 1 ? "hang" : { status: 200 };
+    });
     cleanups.push(receiver.close);
-    const server = await storeWith(receiver.url, { webhookTimeoutMs: 300 });
+    // Long enough that only the clock's skips reach it, never the wall clock (nor Node's socket idleness).
+    const timeoutMs = 60_000;
+    const server = await storeWith(receiver.url, { webhookTimeoutMs: timeoutMs }, clock);
     await server.createRaw('{"id":2,"name":"slow"}');
-    await until(() => receiver.received.length === 2, 10_000, "the retry after the timeout");
+    await eventually(() => receiver.received.length === 1, { what: "the first attempt" });
+    // In one skip: a poll on its own would wait for the attempt under way, which only the deadline ends.
+    await clock.skip(timeoutMs);
+    await clock.skipUntil(() => receiver.received.length === 2, { what: "the retry after the timeout" });
     const [first, second] = receiver.received;
     expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
-    // Not before the timeout ran out; generously bounded above, since the machine is shared.
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(280);
-    expect(second!.at - first!.at).toBeLessThan(8_000);
+    // Not before the timeout ran out, and soon after it.
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(timeoutMs);
+    expect(times[1]! - times[0]!).toBeLessThan(timeoutMs + 8_000);
     const history = await admin(server);
     const delivery = await newestDelivered(history);
     expect(delivery).toMatchObject({ attempts: 2, lastStatus: 200 });
     expect(await history.attempts(delivery!.id)).toEqual([
-      expect.objectContaining({ statusCode: null, error: "no answer within 300 ms" }),
+      expect.objectContaining({ statusCode: null, error: `no answer within ${timeoutMs} ms` }),
       expect.objectContaining({ statusCode: 200, error: null }),
     ]);
   });
@@ -109,49 +132,55 @@ describe("plantstore-server webhooks deliveries and replay", () => {
   it("shows each delivery with its attempts, and --failed only those still failing", async () => {
     const receiver = await startReceiver((n) => ({ status: n <= 3 ? 500 : 200 }));
     cleanups.push(receiver.close);
-    const server = await storeWith(receiver.url);
+    const clock = new SkippableClock();
+    const server = await storeWith(receiver.url, {}, clock);
     await server.createRaw('{"id":3,"name":"retried"}');
-    await until(() => receiver.received.length === 4, 15_000, "four attempts");
+    await clock.skipUntil(() => receiver.received.length === 4, { what: "four attempts" });
     const history = await admin(server);
     await newestDelivered(history);
 
-    const all = await webhooksCli(server, ["deliveries", "--json"]);
-    expect(all.code).toBe(0);
-    const [delivery] = JSON.parse(all.stdout) as DeliveryJson[];
+    // Reads only, so run side by side: each is a process of its own.
+    const [all, text, failed, detailed, detailedText] = await Promise.all(
+      [
+        ["deliveries", "--json"],
+        ["deliveries"],
+        ["deliveries", "--failed", "--json"],
+        ["deliveries", "--attempts", "--json"],
+        ["deliveries", "--attempts"],
+      ].map((args) => webhooksCli(server, args)),
+    );
+    expect(all!.code).toBe(0);
+    const [delivery] = JSON.parse(all!.stdout) as DeliveryJson[];
     expect(delivery).toMatchObject({
       status: "delivered",
       attempts: 4,
       lastStatus: 200,
       messageId: receiver.received[0]!.headers["webhook-id"],
     });
-    const text = await webhooksCli(server, ["deliveries"]);
-    expect(text.stdout).toMatch(new RegExp(`^${delivery!.id}  delivered  attempts 4  msg_`, "m"));
+    expect(text!.stdout).toMatch(new RegExp(`^${delivery!.id}  delivered  attempts 4  msg_`, "m"));
     // Delivered in the end: no longer failing.
-    expect(JSON.parse((await webhooksCli(server, ["deliveries", "--failed", "--json"])).stdout)).toEqual([]);
+    expect(JSON.parse(failed!.stdout)).toEqual([]);
 
     // Every failure was recorded, and --attempts shows them.
-    const detailed = await webhooksCli(server, ["deliveries", "--attempts", "--json"]);
-    const [withLog] = JSON.parse(detailed.stdout) as Array<
+    const [withLog] = JSON.parse(detailed!.stdout) as Array<
       DeliveryJson & { attemptLog: Array<{ statusCode: number | null; durationMs: number }> }
     >;
     expect(withLog!.attemptLog.map((a) => a.statusCode)).toEqual([500, 500, 500, 200]);
-    const detailedText = await webhooksCli(server, ["deliveries", "--attempts"]);
-    expect(detailedText.stdout.match(/^ {4}\d{4}-\d\d-\d\dT\S+Z {2}500 {2}\d+ ms$/gm)).toHaveLength(3);
+    expect(detailedText!.stdout.match(/^ {4}\d{4}-\d\d-\d\dT\S+Z {2}500 {2}\d+ ms$/gm)).toHaveLength(3);
   });
 
   it("lists a delivery that is being retried under --failed, and replay sends it again now with the same webhook-id", async () => {
     const receiver = await startReceiver(() => ({ status: 503 }));
     cleanups.push(receiver.close);
-    // A long backoff: after its first failure the delivery waits, until replayed.
-    const server = await storeWith(receiver.url, { webhookRetryBaseMs: 600_000 });
+    // A long backoff (at least 5 min): after its first failure the delivery waits, until replayed.
+    const clock = new SkippableClock();
+    const server = await storeWith(receiver.url, { webhookRetryBaseMs: 600_000 }, clock);
     await server.createRaw('{"id":4,"name":"failing"}');
-    await until(() => receiver.received.length === 1, 10_000, "the first attempt");
+    await eventually(() => receiver.received.length === 1, { what: "the first attempt" });
     const history = await admin(server);
-    await until(
-      async () => (await history.deliveries({ failedOnly: true, limit: 10 })).length === 1,
-      5_000,
-      "the failure recorded",
-    );
+    await eventually(async () => (await history.deliveries({ failedOnly: true, limit: 10 })).length === 1, {
+      what: "the failure recorded",
+    });
 
     const failed = await webhooksCli(server, ["deliveries", "--failed", "--json"]);
     const [delivery] = JSON.parse(failed.stdout) as DeliveryJson[];
@@ -161,7 +190,8 @@ describe("plantstore-server webhooks deliveries and replay", () => {
 
     const replayed = await webhooksCli(server, ["replay", String(delivery!.id)]);
     expect(replayed).toMatchObject({ code: 0, stdout: `delivery ${delivery!.id} queued again\n` });
-    await until(() => receiver.received.length === 2, 10_000, "the replayed attempt");
+    // Well within the backoff: the replay, not a retry, sends it.
+    await clock.skipUntil(() => receiver.received.length === 2, { what: "the replayed attempt" });
     expect(receiver.received[1]!.headers["webhook-id"]).toBe(receiver.received[0]!.headers["webhook-id"]);
     expect(receiver.received[1]!.body).toBe(receiver.received[0]!.body);
   });
@@ -169,15 +199,17 @@ describe("plantstore-server webhooks deliveries and replay", () => {
   it("replays a delivered event once more on request, with the same webhook-id", async () => {
     const receiver = await startReceiver(() => ({ status: 200 }));
     cleanups.push(receiver.close);
-    const server = await storeWith(receiver.url);
+    const clock = new SkippableClock();
+    const server = await storeWith(receiver.url, {}, clock);
     await server.createRaw('{"id":5,"name":"again"}');
-    await until(() => receiver.received.length === 1, 10_000, "the delivery");
+    await eventually(() => receiver.received.length === 1, { what: "the delivery" });
     const history = await admin(server);
     const delivery = await newestDelivered(history);
     expect((await webhooksCli(server, ["replay", String(delivery!.id)])).code).toBe(0);
-    await until(() => receiver.received.length === 2, 10_000, "the replay");
+    await clock.skipUntil(() => receiver.received.length === 2, { what: "the replay" });
     expect(receiver.received[1]!.headers["webhook-id"]).toBe(receiver.received[0]!.headers["webhook-id"]);
-    await new Promise((r) => setTimeout(r, 300));
+    // Once more only: delivered again, it is not sent a third time.
+    await clock.skip(DAY);
     expect(receiver.received).toHaveLength(2);
   });
 
@@ -198,7 +230,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     cleanups.push(staying.close);
     const server = await storeWith(gone.url);
     await server.createRaw('{"id":6,"name":"first"}');
-    await until(() => gone.received.length === 1, 10_000, "the first delivery");
+    await eventually(() => gone.received.length === 1, { what: "the first delivery" });
     const history = await admin(server);
     const delivery = await newestDelivered(history);
     expect((await webhooksCli(server, ["remove", delivery!.subscriberId])).code).toBe(0);
@@ -210,7 +242,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
       `plantstore-server: delivery ${delivery!.id} cannot be sent: its subscriber was removed\n`,
     );
     await server.createRaw('{"id":7,"name":"second"}');
-    await until(() => staying.received.length === 1, 10_000, "the delivery to the remaining subscriber");
+    await eventually(() => staying.received.length === 1, { what: "the delivery to the remaining subscriber" });
     expect(gone.received).toHaveLength(1);
   });
 });
@@ -226,17 +258,16 @@ describe("a subscriber removed while an attempt to it is in flight", () => {
     cleanups.push(removed.close);
     const staying = await startReceiver(() => ({ status: 200 }));
     cleanups.push(staying.close);
-    const server = await storeWith(removed.url);
+    const clock = new SkippableClock();
+    const server = await storeWith(removed.url, {}, clock);
     await server.createRaw('{"id":8,"name":"in flight"}');
-    await until(() => removed.received.length === 1, 10_000, "the attempt in flight");
+    await eventually(() => removed.received.length === 1, { what: "the attempt in flight" });
     const history = await admin(server);
     expect(await history.remove((await history.list())[0]!.id)).toBe(true);
     release(); // the attempt now fails (500) and is recorded after the removal
-    await until(
-      async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.attempts === 1,
-      10_000,
-      "the attempt recorded",
-    );
+    await eventually(async () => (await history.deliveries({ failedOnly: false, limit: 1 }))[0]?.attempts === 1, {
+      what: "the attempt recorded",
+    });
     expect((await history.deliveries({ failedOnly: false, limit: 1 }))[0]).toMatchObject({
       status: "cancelled",
       lastStatus: 500,
@@ -244,8 +275,9 @@ describe("a subscriber removed while an attempt to it is in flight", () => {
 
     await history.add(staying.url, SECRET);
     await server.createRaw('{"id":9,"name":"after"}');
-    await until(() => staying.received.length === 1, 10_000, "the delivery to the remaining subscriber");
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(() => staying.received.length === 1, { what: "the delivery to the remaining subscriber" });
+    // Its retry would have been due long before: never sent.
+    await clock.skip(DAY);
     expect(removed.received).toHaveLength(1);
   });
 });

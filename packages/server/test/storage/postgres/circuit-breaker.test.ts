@@ -1,6 +1,7 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawRequest } from "../../support/harness.ts";
-import { startCreationLoad, startServerProcess, until, type ServerProcess } from "../../support/processes.ts";
+import { startCreationLoad, startServerProcess, type ServerProcess } from "../../support/processes.ts";
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
 
 const TOKEN = "breaker-token-0123456789abcdefghijklmn";
@@ -48,30 +49,31 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     let openAt = 0;
     let thawedAt = 0;
     try {
-      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
+      await eventually(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, {
+        what: "200s before",
+        timeoutMs: 20_000,
+      });
       proxy.freeze();
       const frozenAt = Date.now();
-      await until(() => circuitOpen(server), 10_000, "the circuit to open");
+      await eventually(() => circuitOpen(server), { what: "the circuit to open", timeoutMs: 10_000 });
       openAt = Date.now();
       // Connect timeout, then FAILURES of them: about a second here.
       expect(openAt - frozenAt).toBeLessThan(QUERY_TIMEOUT_MS + 1_000 + CONNECT_TIMEOUT_MS + 2_000);
       // Enough refusals to read a p99 from, all sent after the circuit was seen open.
-      await until(
-        () => load.answers.filter((a) => a.answer.startedAt >= openAt).length >= 300,
-        20_000,
-        "answers while the circuit is open",
-      );
+      await eventually(() => load.answers.filter((a) => a.answer.startedAt >= openAt).length >= 300, {
+        what: "answers while the circuit is open",
+        timeoutMs: 20_000,
+      });
       const readyStarted = Date.now();
       const ready = await rawRequest(server.url, { method: "GET", path: "/readyz" });
       expect(ready.status).toBe(503);
       expect(Date.now() - readyStarted).toBeLessThan(100);
       proxy.pass();
       thawedAt = Date.now();
-      await until(
-        () => load.answers.some((a) => a.answer.status === 200 && a.answer.startedAt >= thawedAt),
-        2_000,
-        "a 200 within 2 s of the thaw",
-      );
+      await eventually(() => load.answers.some((a) => a.answer.status === 200 && a.answer.startedAt >= thawedAt), {
+        what: "a 200 within 2 s of the thaw",
+        timeoutMs: 2_000,
+      });
     } finally {
       await load.stop();
     }
@@ -123,16 +125,18 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     cleanups.push(() => server.stop());
     const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
     try {
-      await until(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, 20_000, "200s before");
+      await eventually(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, {
+        what: "200s before",
+        timeoutMs: 20_000,
+      });
       proxy.freeze();
       const frozenAt = Date.now();
       // A statement running 2 s makes the breaker probe; no answer within 1 s opens the circuit,
       // and the callers of the hung statements are answered then (about 3.5 s after the freeze).
-      await until(
-        () => !load.waitingSince(frozenAt),
-        queryTimeoutMs / 2,
-        "answers to the requests sent before the freeze",
-      );
+      await eventually(() => !load.waitingSince(frozenAt), {
+        what: "answers to the requests sent before the freeze",
+        timeoutMs: queryTimeoutMs / 2,
+      });
       expect(Date.now() - frozenAt).toBeLessThan(queryTimeoutMs / 2);
       expect(await circuitOpen(server)).toBe(true);
       const caught = load.answers.filter((a) => a.answer.startedAt < frozenAt && a.answer.status !== 200);

@@ -1,9 +1,9 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer } from "../../../src/index.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "../../support/harness.ts";
 import { createTestDatabase, postgresClient } from "../../support/test-database.ts";
-import { waitFor } from "../../support/wait-for.ts";
 
 // Short, so a statement stuck behind the lock is cancelled by PostgreSQL's statement_timeout in half a second.
 const QUERY_TIMEOUT_MS = 500;
@@ -83,11 +83,10 @@ describe("PostgreSQL table locked by another session (LOCK TABLE plants IN ACCES
     expect(readiness.headers["retry-after"]).toBe("1");
 
     // The log names the cause, not the network.
-    await waitFor(
-      () => lines.some((l) => l.includes('"request failed"') && l.includes("statement timeout")),
-      2_000,
-      () => "a request-failed line naming the statement timeout",
-    );
+    await eventually(() => lines.some((l) => l.includes('"request failed"') && l.includes("statement timeout")), {
+      what: () => "a request-failed line naming the statement timeout",
+      timeoutMs: 2_000,
+    });
     const failed = lines.filter((l) => l.includes('"request failed"'));
     expect(failed.filter((l) => l.includes("not reachable"))).toEqual([]);
 

@@ -1,5 +1,6 @@
 import { Agent } from "node:http";
 import { Webhook } from "standardwebhooks";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../../support/test-database.ts";
 import { startReceiver } from "../../support/webhook-receiver.ts";
@@ -8,7 +9,6 @@ import {
   postPlant,
   runBin,
   startServerProcess,
-  until,
   type Answer,
   type ServerProcess,
 } from "../../support/processes.ts";
@@ -97,12 +97,13 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
     expect(answered200.size).toBe(ids.length);
 
     // One event per stored plant, delivered once (the claims are shared), signed, with the stored content.
-    await until(
-      () => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size >= ids.length,
-      60_000,
-      "every event",
-    );
-    await new Promise((r) => setTimeout(r, 1_500));
+    await eventually(() => new Set(receiver.received.map((r) => r.headers["webhook-id"])).size >= ids.length, {
+      what: "every event",
+      timeoutMs: 60_000,
+    });
+    // Each process stops cleanly; a stop lets the delivery under way finish, so once all three have
+    // stopped no second copy can still be on its way.
+    expect(await Promise.all(servers.map((s) => s.stop()))).toEqual([0, 0, 0]);
     expect(receiver.received).toHaveLength(ids.length);
     const byId = new Map(receiver.received.map((r) => [idOf(r.body), r]));
     expect(byId.size).toBe(ids.length);
@@ -123,8 +124,6 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
     expect(rows).toHaveLength(ids.length);
     expect(rows.every((d) => d.status === "delivered" && d.attempts === 1)).toBe(true);
 
-    // And each process stops cleanly.
-    expect(await Promise.all(servers.map((s) => s.stop()))).toEqual([0, 0, 0]);
     for (const s of servers) expect(s.output()).not.toContain(TOKEN);
   }, 180_000);
 });

@@ -1,7 +1,8 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawRequest } from "../../support/harness.ts";
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
-import { startCreationLoad, startServerProcess, until, type CreationLoad } from "../../support/processes.ts";
+import { startCreationLoad, startServerProcess, type CreationLoad } from "../../support/processes.ts";
 
 const TOKEN = "outage-log-token-0123456789abcdefghijk";
 // How many failed requests the outage lasts for: enough that a line per request would be obvious.
@@ -31,17 +32,19 @@ describe("the log during a PostgreSQL outage under load", () => {
     const load = startCreationLoad(server, TOKEN, { clients: CLIENTS, retryPauseMs: 10 });
     let outageLog: string;
     try {
-      await until(() => ok(load) >= 100, 20_000, "some 200s before the outage");
+      await eventually(() => ok(load) >= 100, { what: "some 200s before the outage", timeoutMs: 20_000 });
       const before = server.output().length;
       const failedBefore = failed(load);
       proxy.refuse();
-      await until(() => failed(load) - failedBefore >= FAILURES, 120_000, `${FAILURES} failed requests`);
+      await eventually(() => failed(load) - failedBefore >= FAILURES, {
+        what: `${FAILURES} failed requests`,
+        timeoutMs: 120_000,
+      });
       proxy.pass();
-      await until(
-        async () => (await rawRequest(server.url, { method: "GET", path: "/readyz" })).status === 200,
-        10_000,
-        "readyz 200 after the outage",
-      );
+      await eventually(async () => (await rawRequest(server.url, { method: "GET", path: "/readyz" })).status === 200, {
+        what: "readyz 200 after the outage",
+        timeoutMs: 10_000,
+      });
       await load.stop();
       // A stop writes the counts of repeats still held for the current interval.
       await server.stop();

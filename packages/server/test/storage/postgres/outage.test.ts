@@ -1,4 +1,5 @@
 import { Agent } from "node:http";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectErrorShape, rawRequest } from "../../support/harness.ts";
 import { createTestDatabase, withAdminClient, type TestDatabase } from "../../support/test-database.ts";
@@ -6,7 +7,6 @@ import {
   postPlant,
   startCreationLoad,
   startServerProcess,
-  until,
   type Answer,
   type ServerProcess,
 } from "../../support/processes.ts";
@@ -49,10 +49,9 @@ async function checkAnswers(database: TestDatabase, answers: Array<{ id: number;
 
 async function servesAgain(server: ServerProcess, id: number): Promise<void> {
   const agent = new Agent({ keepAlive: false });
-  await until(
+  await eventually(
     async () => (await postPlant(agent, server.url, TOKEN, `{"id":${id},"name":"after"}`)).status === 200,
-    10_000,
-    "a 200 after the outage",
+    { what: "a 200 after the outage", timeoutMs: 10_000 },
   );
 }
 
@@ -68,9 +67,17 @@ describe("PostgreSQL connections terminated under load (pg_terminate_backend)", 
     cleanups.push(() => server.stop());
     const load = startCreationLoad(server, TOKEN, { retryPauseMs: 50 });
     let terminated = 0;
+    const served = () => load.answers.filter((a) => a.answer.status === 200).length;
+    // Between terminations, and after the last, the load is served again: 15 more 200s each time.
+    const servedAgain = async (round: number) => {
+      const before = served();
+      await eventually(() => served() >= before + 15, {
+        what: () => `15 more 200s after termination round ${round} (${served() - before} so far)`,
+      });
+    };
     try {
       for (let round = 0; round < 5; round++) {
-        await new Promise((r) => setTimeout(r, 600));
+        await servedAgain(round);
         // Only this test's scratch database, only the server's connections: other users of the
         // shared PostgreSQL are never touched.
         const { rowCount } = await withAdminClient((admin) =>
@@ -81,7 +88,7 @@ describe("PostgreSQL connections terminated under load (pg_terminate_backend)", 
         );
         terminated += rowCount ?? 0;
       }
-      await new Promise((r) => setTimeout(r, 600));
+      await servedAgain(5);
     } finally {
       await load.stop();
     }
@@ -120,19 +127,18 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
       const load = startCreationLoad(server, TOKEN, { retryPauseMs: 50 });
       let recovered: number | undefined;
       try {
-        await until(
-          () => load.answers.filter((a) => a.answer.status === 200).length >= 50,
-          20_000,
-          "some 200s before the outage",
-        );
+        await eventually(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, {
+          what: "some 200s before the outage",
+          timeoutMs: 20_000,
+        });
         if (fault === "cut") proxy.refuse();
         else proxy.freeze();
+        const faultAt = Date.now();
         // readyz notices within the bound, and stays 503 while the outage lasts.
-        await until(
-          async () => (await readyz(server)) === 503,
-          WORST_CASE_MS + SLACK_MS,
-          "readyz 503 during the outage",
-        );
+        await eventually(async () => (await readyz(server)) === 503, {
+          what: "readyz 503 during the outage",
+          timeoutMs: WORST_CASE_MS + SLACK_MS,
+        });
         // A request now gets the catalogued 503, told when to retry, with nothing internal in it.
         const refused = await rawRequest(server.url, {
           method: "POST",
@@ -143,11 +149,25 @@ describe("PostgreSQL unreachable through the network (a TCP proxy cut, then rest
         expectErrorShape(refused, 503, 50300);
         expect(refused.headers["retry-after"]).toBe("1");
         expect(refused.text).not.toMatch(/ECONN|timeout|terminated|127\.0\.0\.1|postgres/i);
-        await new Promise((r) => setTimeout(r, 2_500));
+        // The outage goes on: every request it caught is answered (a silent database holds them
+        // for the query timeout or longer) and more are refused; readyz still says 503.
+        const refusedSoFar = load.answers.filter((a) => a.answer.status !== 200).length;
+        await eventually(
+          () =>
+            !load.waitingSince(faultAt) &&
+            load.answers.filter((a) => a.answer.status !== 200).length >= refusedSoFar + 10,
+          {
+            what: "the requests the outage caught answered, and 10 more refused",
+            timeoutMs: 2 * (WORST_CASE_MS + SLACK_MS),
+          },
+        );
         expect(await readyz(server)).toBe(503);
         proxy.pass();
         const restoredAt = Date.now();
-        await until(async () => (await readyz(server)) === 200, 8_000, "readyz 200 after the outage");
+        await eventually(async () => (await readyz(server)) === 200, {
+          what: "readyz 200 after the outage",
+          timeoutMs: 8_000,
+        });
         recovered = Date.now() - restoredAt;
         await servesAgain(server, 1_000_000);
       } finally {

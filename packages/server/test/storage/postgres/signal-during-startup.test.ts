@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN, until } from "../../support/processes.ts";
+import { BIN } from "../../support/processes.ts";
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -33,10 +34,14 @@ describe("plantstore-server serve signalled while it is still starting", () => {
     });
 
     // The process is opening its database: start-up has begun and is waiting on it.
-    await until(() => proxy.accepted() >= 1, 20_000, "a connection to the database");
+    await eventually(() => proxy.accepted() >= 1, { what: "a connection to the database", timeoutMs: 20_000 });
     child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 300));
+    // The process takes the signal (it logs it) rather than dying of it, and waits for the database.
+    await eventually(() => output.includes('"msg":"shutting down"') || child.signalCode !== null, {
+      what: () => `the SIGTERM to be handled: ${output}`,
+    });
     expect(child.signalCode, output).toBeNull();
+    expect(child.exitCode, output).toBeNull();
     proxy.release();
 
     const [code, signal] = await exited;

@@ -3,11 +3,11 @@ import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type Config } from "../../../src/index.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN, type TestResponse } from "../../support/harness.ts";
-import { waitFor } from "../../support/wait-for.ts";
 
 /**
  * SQLite's storage failing under a running server: a full disk (a small tmpfs, filled) and a
@@ -113,15 +113,10 @@ function expectStorageAnswer(answer: TestResponse, code: number, retryAfter: str
 /** Polls /readyz until its status is `status`, within `ms`; resolves with that answer. */
 async function readyzBecomes(readyz: () => Promise<TestResponse>, status: number, ms: number): Promise<TestResponse> {
   let last: TestResponse | undefined;
-  await waitFor(
-    () => last?.status === status,
-    ms,
-    () => `/readyz to answer ${status}; it answered ${last?.status} ${last?.text}`,
-    async () => {
-      last = await readyz();
-    },
-  );
-  return last!;
+  return eventually(async () => ((last = await readyz()).status === status ? last : false), {
+    what: () => `/readyz to answer ${status}; it answered ${last?.status} ${last?.text}`,
+    timeoutMs: ms,
+  });
 }
 
 describe("SQLite on a full disk", () => {

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
+
 import { Client } from "pg";
+
 import { prefillSqlite } from "./prefill-sqlite.ts";
-import { PLANT_NAME, PLANT_TAG, type IdMode } from "./scenarios.ts";
+import { type IdMode,PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 
 /** What our server needs to reach a fresh, empty store, and how to throw it away afterwards. */
 export type Backend = {

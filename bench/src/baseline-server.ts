@@ -1,4 +1,5 @@
 import Koa from "koa";
+
 import { listenForHarness } from "./listen.ts";
 import { INSERT_ANSWER, PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 

@@ -5,14 +5,15 @@ import { createRequire } from "node:module";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+
 import { authSetup } from "./auth-target.ts";
-import { openBackend, type Backend } from "./backends.ts";
-import { loadAverage, pinSelf, planCpus, type CpuPlan } from "./cpu.ts";
+import { type Backend,openBackend } from "./backends.ts";
+import { type CpuPlan,loadAverage, pinSelf, planCpus } from "./cpu.ts";
 import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
 import { measuredRun } from "./measure.ts";
-import { parseOptions, USAGE, UsageError, type BenchOptions, type Variant } from "./options.ts";
-import { formatProfile, summarizeProfile, type ProfileSummary } from "./profile-summary.ts";
-import { findFailures, formatTargets, ratios, summarize, type RoundResult, type TargetReport } from "./report.ts";
+import { type BenchOptions, parseOptions, USAGE, UsageError, type Variant } from "./options.ts";
+import { formatProfile, type ProfileSummary,summarizeProfile } from "./profile-summary.ts";
+import { findFailures, formatTargets, ratios, type RoundResult, summarize, type TargetReport } from "./report.ts";
 import { ID_STRIDE, type RequestSpec } from "./scenarios.ts";
 import { runSoak } from "./soak.ts";
 import { freePort, readRss, startTarget, type Target } from "./target.ts";
@@ -156,7 +157,7 @@ async function bench(options: BenchOptions): Promise<number> {
     cleaned = true;
     await load?.stop();
     await Promise.all(started.map((s) => s.target.stop()));
-    await Promise.all(started.map((s) => s.backend?.dispose()));
+    await Promise.all(started.flatMap((s) => (s.backend === null ? [] : [s.backend.dispose()])));
     rmSync(scratch, { recursive: true, force: true });
   };
   // Ctrl-C must not leave servers behind holding ports and CPU.

@@ -1,7 +1,8 @@
 import { initTRPC } from "@trpc/server";
 import Koa from "koa";
-import { listenForHarness } from "./listen.ts";
 import { z } from "zod";
+
+import { listenForHarness } from "./listen.ts";
 
 const Plant = z.strictObject({ name: z.string().min(1), tag: z.string().optional() });
 const NewPlant = Plant.extend({ id: z.number().int() });
@@ -33,7 +34,7 @@ export function serveFloor(name: string, save: (plant: FloorPlant) => Promise<vo
     // Read and parsed exactly as the baseline does.
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
-    const output = await caller.create(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+    const output = await caller.create(JSON.parse(Buffer.concat(chunks).toString("utf8")) as z.input<typeof NewPlant>);
     ctx.status = 200;
     ctx.type = "application/json";
     ctx.body = JSON.stringify(output);

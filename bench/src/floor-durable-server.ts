@@ -1,4 +1,5 @@
 import { openStore } from "@plantstore/server";
+
 import { serveFloor } from "./floor-app.ts";
 
 /**

@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+
 import type Koa from "koa";
 
 /**

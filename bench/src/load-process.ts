@@ -1,5 +1,7 @@
-import autocannon from "autocannon";
 import type { EventEmitter } from "node:events";
+
+import autocannon from "autocannon";
+
 import { LatencyHistogram } from "./histogram.ts";
 import type { LoadJob, LoadMessage, LoadResult } from "./load.ts";
 import { buildRequest } from "./scenarios.ts";
@@ -43,7 +45,7 @@ function runJob(job: LoadJob): Promise<LoadResult> {
           if (intervalCounts.responses + intervalCounts.errors > 0) reportInterval();
         }
         if (error) {
-          reject(error);
+          reject(error instanceof Error ? error : new Error(String(error)));
           return;
         }
         const cpu = process.cpuUsage(cpuBefore);

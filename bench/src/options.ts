@@ -1,10 +1,11 @@
 import { parseArgs } from "node:util";
+
 import { BACKEND_NAMES } from "./backends.ts";
 import type { IdMode } from "./scenarios.ts";
 
-export type Durability = "full" | "normal";
-export type Scenario = "insert" | "list" | "soak";
-export type Auth = "static" | "opaque" | "jwt";
+type Durability = "full" | "normal";
+type Scenario = "insert" | "list" | "soak";
+type Auth = "static" | "opaque" | "jwt";
 
 /** One configuration of our server; several in one run are measured side by side. */
 export type Variant = {

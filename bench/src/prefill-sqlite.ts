@@ -1,4 +1,5 @@
 import { DatabaseSync } from "node:sqlite";
+
 import type { IdMode } from "./scenarios.ts";
 import { PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 

@@ -12,7 +12,7 @@ type Node = {
 type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
 
 /** `share` is of the busy (non-idle) time: what a request path costs, whatever the load. */
-export type ProfileEntry = { name: string; selfMs: number; share: number };
+type ProfileEntry = { name: string; selfMs: number; share: number };
 export type ProfileSummary = {
   totalMs: number;
   idleShare: number;

@@ -24,7 +24,7 @@ export const INSERT_ANSWER = `{"name":"${PLANT_NAME}","tag":"${PLANT_TAG}"}`;
 export const ID_STRIDE = 10_000_000_000_000;
 
 /** Random ids: uniform over [1, 2^53), so a million requests collide with probability ~1e-4 (and a collision is only a replay). */
-export function randomId(): number {
+function randomId(): number {
   return 1 + Math.floor(Math.random() * (2 ** 53 - 1));
 }
 

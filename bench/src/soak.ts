@@ -5,7 +5,7 @@ import type { BenchOptions } from "./options.ts";
 import { formatTable, runFailures } from "./report.ts";
 import { readRss, type Target } from "./target.ts";
 
-export type SoakInterval = {
+type SoakInterval = {
   /** Seconds since the soak started, at the end of this interval. */
   atSec: number;
   requestsPerSec: number;
@@ -46,7 +46,7 @@ export type SoakReport = {
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
 /** Least-squares slope of y over x. */
-export function slope(points: Array<[number, number]>): number {
+function slope(points: Array<[number, number]>): number {
   const n = points.length;
   if (n < 2) return 0;
   const mx = points.reduce((a, [x]) => a + x, 0) / n;

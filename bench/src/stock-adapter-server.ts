@@ -1,8 +1,10 @@
 import { DatabaseSync } from "node:sqlite";
+
 import { initTRPC, TRPCError } from "@trpc/server";
 import Koa from "koa";
 import { createOpenApiKoaMiddleware, type OpenApiMeta } from "trpc-to-openapi";
 import { z } from "zod";
+
 import { listenForHarness } from "./listen.ts";
 
 /**

@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { type ChildProcess,spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type AddressInfo } from "node:net";
-import { pinnedCommand, processTree, type CpuPlan } from "./cpu.ts";
+import { readFileSync } from "node:fs";
+import { type AddressInfo,createServer } from "node:net";
+
+import { type CpuPlan,pinnedCommand, processTree } from "./cpu.ts";
 
 /** A server under test, running as a child process we can measure and stop. */
 export type Target = {
@@ -52,8 +53,8 @@ export async function startTarget(
   // Keep reading both pipes for the whole run: a child blocked on a full pipe would stall mid-benchmark.
   let tail = "";
   const record = (chunk: Buffer) => (tail = (tail + chunk.toString("utf8")).slice(-TAIL_CHARS));
-  child.stdout!.on("data", record);
-  child.stderr!.on("data", record);
+  child.stdout.on("data", record);
+  child.stderr.on("data", record);
   let exited: string | undefined;
   child.on("exit", (code, signal) => (exited = `exited with ${signal ?? code}`));
 
@@ -75,7 +76,7 @@ export async function startTarget(
     };
     const settle = () => {
       clearTimeout(timer);
-      child.stdout!.off("data", onData);
+      child.stdout.off("data", onData);
       child.off("exit", onExit);
       child.off("error", onError);
     };
@@ -84,7 +85,7 @@ export async function startTarget(
       child.kill("SIGKILL");
       reject(new Error(`${name}: ${why}; output:\n${tail}`));
     };
-    child.stdout!.on("data", onData);
+    child.stdout.on("data", onData);
     child.once("exit", onExit);
     child.once("error", onError);
   });

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+
 import { afterAll, describe, expect, it } from "vitest";
 
 const BENCH = fileURLToPath(new URL("../src/bench.ts", import.meta.url));

@@ -1,6 +1,6 @@
 import { createClient } from "./generated/hey-api/client/index.js";
-import type { NewPlant } from "./generated/hey-api/types.gen.js";
 import { createPlant, deletePlant, listPlants } from "./generated/hey-api/sdk.gen.js";
+import type { NewPlant } from "./generated/hey-api/types.gen.js";
 import { nextAfter, quoteBigIntegers, stringifyLossless } from "./lossless-json.js";
 
 /**

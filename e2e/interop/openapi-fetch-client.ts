@@ -1,4 +1,5 @@
 import createClient from "openapi-fetch";
+
 import type { components, paths } from "./generated/openapi-typescript-bigint.js";
 import { nextAfter, parseLossless, stringifyLossless } from "./lossless-json.js";
 

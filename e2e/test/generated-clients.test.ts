@@ -3,13 +3,15 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+
 import { createClient as generateHeyApiClient } from "@hey-api/openapi-ts";
 import * as plantStoreServer from "@plantstore/server";
-import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { type RealServer,startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN } from "@plantstore/test-support/test-config";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { cleanEnv, runOk } from "./workspace.ts";
 
 /**

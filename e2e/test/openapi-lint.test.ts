@@ -2,9 +2,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+
 import * as plantStoreServer from "@plantstore/server";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { cleanEnv, ROOT, run } from "./workspace.ts";
 
 /**

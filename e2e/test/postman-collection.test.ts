@@ -1,9 +1,11 @@
 import { join } from "node:path";
+
 import * as plantStoreServer from "@plantstore/server";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import newman, { type NewmanRunSummary } from "newman";
 import { convertV2 } from "openapi-to-postmanv2";
 import { describe, expect, it } from "vitest";
+
 import { cleanEnv, ROOT, runOk } from "./workspace.ts";
 
 /**

@@ -1,4 +1,3 @@
-import { builtinModules } from "node:module";
 import {
   existsSync,
   mkdirSync,
@@ -10,9 +9,12 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import {
   cleanEnv,
   installedVersion,
@@ -21,8 +23,8 @@ import {
   ROOT,
   run,
   runOk,
-  startServerProcess,
   type ServerProcess,
+  startServerProcess,
   type WorkspacePackage,
 } from "./workspace.ts";
 
@@ -197,7 +199,7 @@ describe("pnpm pack of every public package", () => {
   it("imports only Node built-ins, its own files and its declared dependencies (code and types)", () => {
     const builtins = new Set(builtinModules);
     for (const pkg of packed) {
-      const dependencies = new Set(Object.keys((pkg.manifest["dependencies"] ?? {}) as Record<string, string>));
+      const dependencies = new Set(Object.keys((pkg.manifest["dependencies"] ?? {})));
       // Swagger UI's browser bundle is served to browsers, never imported by Node.
       const modules = pkg.files.filter((f) => /\.(js|d\.ts)$/.test(f) && !f.startsWith("dist/docs-assets/"));
       expect(modules.length, pkg.name).toBeGreaterThan(0);

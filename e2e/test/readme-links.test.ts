@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
+
 import { describe, expect, it } from "vitest";
+
 import { publishablePackages, ROOT } from "./workspace.ts";
 
 /**

@@ -1,8 +1,10 @@
-import { readChangesets } from "@changesets/read";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+
+import { readChangesets } from "@changesets/read";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { cleanEnv, copyRepository, publishablePackages, ROOT, run, runOk, type RunResult } from "./workspace.ts";
 
 /**

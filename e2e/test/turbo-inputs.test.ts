@@ -2,7 +2,9 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { cleanEnv, copyRepository, runOk } from "./workspace.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess,execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -127,6 +127,7 @@ export async function startServerProcess(
   const child = spawn(bin, ["serve"], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
+    // eslint-disable-next-line no-restricted-syntax -- a deadline, not a pause: fails the start that never comes
     const timer = setTimeout(() => reject(new Error(`plantstore-server did not start in 30 s:\n${output}`)), 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");

@@ -1,5 +1,6 @@
-import type { Command } from "commander";
 import { createPlantStoreClient, type PlantStoreClient } from "@plantstore/client";
+import type { Command } from "commander";
+
 import { ExitCode, type Io } from "./io.ts";
 
 /** `--url` and `--token`, which every command that talks to the service takes. */

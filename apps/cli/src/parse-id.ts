@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from "commander";
 import { INT64_MAX, INT64_MIN } from "@plantstore/schema";
+import { InvalidArgumentError } from "commander";
 
 const DECIMAL_INTEGER = /^-?\d+$/;
 

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from "commander";
 import { ListPlantsQuery } from "@plantstore/schema";
+import { InvalidArgumentError } from "commander";
 
 const limitText = ListPlantsQuery.shape.limit;
 

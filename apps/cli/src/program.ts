@@ -1,5 +1,6 @@
-import { Command, CommanderError } from "commander";
 import { PlantStoreError, PlantStoreProtocolError } from "@plantstore/client";
+import { Command, CommanderError } from "commander";
+
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
 import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
@@ -7,7 +8,7 @@ import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
 
-export function createProgram(io: Io): Command {
+function createProgram(io: Io): Command {
   // Settings made before `.command()` are inherited by every subcommand.
   const program = new Command()
     .name("plantstore")

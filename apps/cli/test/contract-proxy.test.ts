@@ -1,6 +1,7 @@
 import { startStandInServer } from "@plantstore/test-support/stand-in-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { describe, expect, it } from "vitest";
+
 import { behindContractProxy, runCli } from "./run-cli.ts";
 
 /** A stand-in server that serves the seed as its document and answers everything else with `body`. */

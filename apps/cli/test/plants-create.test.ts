@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
+
 import type { RunningServer } from "@plantstore/server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;

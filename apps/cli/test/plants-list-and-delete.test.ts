@@ -1,7 +1,8 @@
-import { INT64_MAX, INT64_MIN, stringifyJsonLossless, type NewPlant } from "@plantstore/schema";
+import { INT64_MAX, INT64_MIN, type NewPlant,stringifyJsonLossless } from "@plantstore/schema";
 import type { RunningServer } from "@plantstore/server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;

@@ -3,9 +3,10 @@ import { existsSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import * as plantStoreServer from "@plantstore/server";
+
 import type { Config, RunningServer } from "@plantstore/server";
-import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import * as plantStoreServer from "@plantstore/server";
+import { type RealServer,startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, fetchContracts } from "@plantstore/test-support/response-contract";
 
 /** The built CLI, as users run it; turbo builds it before `test`. */

@@ -1,7 +1,8 @@
-import { SignJWT } from "jose";
 import type { RunningServer } from "@plantstore/server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { runCli, startCheckedServer } from "./run-cli.ts";
 
 const SECRET = "cli-test-secret-of-at-least-32-characters";

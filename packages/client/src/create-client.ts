@@ -1,7 +1,8 @@
-import { stringifyJsonLossless, type NewPlant, type Plant, type WhoAmI } from "@plantstore/schema";
+import { type NewPlant, type Plant, stringifyJsonLossless, type WhoAmI } from "@plantstore/schema";
+
 import { deletePlant } from "./delete-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
-import { toNewPlant, type NewPlantInput } from "./new-plant-input.ts";
+import { type NewPlantInput,toNewPlant } from "./new-plant-input.ts";
 import { readPlantResponse } from "./read-response.ts";
 import { createConnection } from "./send-request.ts";
 import { whoAmI } from "./whoami.ts";

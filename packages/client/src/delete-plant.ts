@@ -1,4 +1,5 @@
 import { PlantId } from "@plantstore/schema";
+
 import { throwErrorResponse } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
 import { toPlantId } from "./plant-id.ts";

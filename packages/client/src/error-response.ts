@@ -12,7 +12,7 @@ export async function throwErrorResponse(response: Response): Promise<never> {
 }
 
 /** Reads a 2xx body as text, or throws the PlantStoreProtocolError for an unreadable one. */
-export async function readBodyText(response: Response): Promise<string> {
+async function readBodyText(response: Response): Promise<string> {
   try {
     return await response.text();
   } catch (error) {

@@ -5,14 +5,14 @@ export {
   type RequestOptions,
 } from "./create-client.ts";
 export {
+  type InputIssue,
   PlantStoreError,
   PlantStoreForbiddenError,
   PlantStoreInputError,
   PlantStoreProtocolError,
   PlantStoreRateLimitError,
   PlantStoreUnauthorizedError,
-  type InputIssue,
 } from "./errors.ts";
-export type { NewPlantInput } from "./new-plant-input.ts";
 export type { ListPlantsOptions, PlantPage } from "./list-plants.ts";
+export type { NewPlantInput } from "./new-plant-input.ts";
 export type { ErrorCodeName, ListPlantsQuery, NewPlant, Plant, PlantList, WhoAmI } from "@plantstore/schema";

@@ -1,4 +1,5 @@
-import { ListPlantsQuery, parseJsonLossless, PlantList, type NewPlant } from "@plantstore/schema";
+import { ListPlantsQuery, type NewPlant,parseJsonLossless, PlantList } from "@plantstore/schema";
+
 import { readJson200 } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
 import { nextPageQuery } from "./next-page.ts";

@@ -1,5 +1,6 @@
 import { NewPlant } from "@plantstore/schema";
 import type { z } from "zod";
+
 import { PlantStoreInputError } from "./errors.ts";
 import { toPlantId } from "./plant-id.ts";
 

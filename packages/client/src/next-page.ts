@@ -1,5 +1,6 @@
-import LinkHeader from "http-link-header";
 import { ListPlantsQuery } from "@plantstore/schema";
+import LinkHeader from "http-link-header";
+
 import { PlantStoreProtocolError } from "./errors.ts";
 
 const CURSOR_PARAMETERS = ["limit", "after", "tag"] as const;

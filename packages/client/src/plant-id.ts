@@ -1,4 +1,5 @@
 import { toInt64 } from "@plantstore/schema";
+
 import { PlantStoreInputError } from "./errors.ts";
 
 /**

@@ -1,4 +1,5 @@
-import { ErrorBody, Plant, parseJsonLossless } from "@plantstore/schema";
+import { ErrorBody, parseJsonLossless,Plant } from "@plantstore/schema";
+
 import { PlantStoreProtocolError, toPlantStoreError } from "./errors.ts";
 
 /**

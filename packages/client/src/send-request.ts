@@ -14,7 +14,7 @@ export type Connection = {
   send(url: string, init: SendInit): Promise<Response>;
 };
 
-export type SendInit = {
+type SendInit = {
   method: string;
   headers?: Record<string, string>;
   body?: string;

@@ -1,4 +1,5 @@
 import { WhoAmI } from "@plantstore/schema";
+
 import { readJson200 } from "./error-response.ts";
 import { PlantStoreProtocolError } from "./errors.ts";
 import type { Connection } from "./send-request.ts";

@@ -1,10 +1,11 @@
-import { SignJWT } from "jose";
-import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
 import { checkedFetch } from "@plantstore/test-support/checked-fetch";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
+import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import {
   createPlantStoreClient,
   PlantStoreError,

@@ -1,12 +1,13 @@
-import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
-import { launchChromium, type Chromium } from "@plantstore/test-support/chromium";
+import * as plantStoreServer from "@plantstore/server";
+import { type Chromium,launchChromium } from "@plantstore/test-support/chromium";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import type * as ClientModule from "../src/index.ts";
-import { startModuleServer, type ModuleServer } from "./module-server.ts";
+import { type ModuleServer,startModuleServer } from "./module-server.ts";
 
 /**
  * The README's promise that the client "runs in current browsers", checked in one: the client's
@@ -81,8 +82,8 @@ async function callInPage(page: Page, baseUrl: string, method: ClientMethod, ...
               : value;
       const show = (value: unknown) =>
         JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? "undefined";
-      const invoke = store[method] as (...a: unknown[]) => Promise<unknown>;
-      return invoke.apply(store, args.map(revive)).then(
+      const invoke = store[method].bind(store) as (...a: unknown[]) => Promise<unknown>;
+      return invoke(...args.map(revive)).then(
         (value) => ({ resolved: show(value) }),
         (error: Error & { status?: unknown; code?: unknown; codeName?: unknown }) => ({
           rejected: {

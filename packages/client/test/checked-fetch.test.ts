@@ -1,7 +1,8 @@
 import { checkedFetch, takeViolations } from "@plantstore/test-support/checked-fetch";
-import { startStandInServer, type StandInServer } from "@plantstore/test-support/stand-in-server";
+import { type StandInServer,startStandInServer } from "@plantstore/test-support/stand-in-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { createPlantStoreClient, PlantStoreProtocolError } from "../src/index.ts";
 
 /** A stand-in server that serves the seed as its document and answers POST /plants with `answer`. */

@@ -1,16 +1,17 @@
 import { INT64_MAX, INT64_MIN, type NewPlant } from "@plantstore/schema";
-import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
 import { checkedFetch } from "@plantstore/test-support/checked-fetch";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import {
   createPlantStoreClient,
+  type PlantStoreClient,
   PlantStoreError,
   PlantStoreInputError,
   PlantStoreProtocolError,
-  type PlantStoreClient,
 } from "../src/index.ts";
 
 let server: RunningServer;
@@ -204,7 +205,7 @@ describe("deletePlant against the real server", () => {
     const garbling = createPlantStoreClient({
       baseUrl: server.url,
       token: TOKEN,
-      fetch: (input, init) => checkedFetch(String(input).replace(/\/7$/, "/7.5"), init),
+      fetch: (input, init) => checkedFetch((input instanceof Request ? input.url : input.toString()).replace(/\/7$/, "/7.5"), init),
     });
     const refused = garbling.deletePlant(7n);
     await expect(refused).rejects.toBeInstanceOf(PlantStoreError);

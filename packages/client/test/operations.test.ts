@@ -1,6 +1,7 @@
-import { appRouter, buildOpenApiDocument, type AppRouter } from "@plantstore/server";
+import { type AppRouter,appRouter, buildOpenApiDocument } from "@plantstore/server";
 import { describe, expect, it } from "vitest";
-import { createPlantStoreClient, PlantStoreError, type PlantStoreClient } from "../src/index.ts";
+
+import { createPlantStoreClient, type PlantStoreClient,PlantStoreError } from "../src/index.ts";
 
 /**
  * Every procedure of the server's router, by its path (`plants.create`), from the router's type
@@ -65,7 +66,7 @@ describe("the client has a method for every operation of the server", () => {
       baseUrl: "https://plants.example/api/",
       token: "t0ken",
       fetch: async (input, init) => {
-        sent.push(`${init?.method} ${String(input)}`);
+        sent.push(`${init?.method} ${input instanceof Request ? input.url : input.toString()}`);
         return Response.json({ error: 50300, message: "unavailable" }, { status: 503 });
       },
     });

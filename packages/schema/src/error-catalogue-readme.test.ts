@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
+
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, type ErrorCodeName } from "./error-codes.ts";
+
+import { type ErrorCodeName,ErrorCodes } from "./error-codes.ts";
 
 /**
  * The README's error catalogue is what users of the published package read (it ships in the

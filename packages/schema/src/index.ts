@@ -1,4 +1,4 @@
-export { INT64_MAX, INT64_MIN, Int64, toInt64 } from "./int64.ts";
+export { Int64, INT64_MAX, INT64_MIN, toInt64 } from "./int64.ts";
 export {
   NAME_MAX_LENGTH,
   NEW_PLANT_EXAMPLE,
@@ -11,8 +11,8 @@ export {
 } from "./plant.ts";
 // `Error` is the interface's name for the body; `ErrorBody` is the same schema under a name that
 // does not shadow the global `Error` in the importing module. Both are public.
-export { ErrorBody, ErrorBody as Error } from "./error.ts";
-export { ErrorCodes, errorCodeName, type ErrorCodeEntry, type ErrorCodeName } from "./error-codes.ts";
+export { ErrorBody as Error,ErrorBody } from "./error.ts";
+export { type ErrorCodeEntry, type ErrorCodeName,errorCodeName, ErrorCodes } from "./error-codes.ts";
 export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 
 describe("parseJsonLossless", () => {
@@ -34,7 +35,7 @@ describe("stringifyJsonLossless", () => {
 
 /** The reviver-only parse, as it was before the fast path: the fast path must agree with it exactly. */
 function reference(text: string): unknown {
-  return JSON.parse(text, (_key, value, context?: { source?: string }) =>
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }): unknown =>
     typeof value === "number" && context?.source !== undefined && /^-?(?:0|[1-9]\d*)$/.test(context.source)
       ? BigInt(context.source)
       : value,

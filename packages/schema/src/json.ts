@@ -126,7 +126,7 @@ export function parseJsonLossless(text: string): unknown {
     throw new JsonTooDeepError(MAX_JSON_DEPTH);
   }
   if (found === ONLY_SHORT_INTEGERS) return numbersToBigInts(JSON.parse(text));
-  return JSON.parse(text, reviveIntegers as (key: string, value: unknown) => unknown);
+  return JSON.parse(text, reviveIntegers);
 }
 
 type JsonWithRaw = typeof JSON & { rawJSON(text: string): unknown };
@@ -170,7 +170,7 @@ function withRawBigInts(value: unknown): unknown {
     }
     return copy ?? value;
   }
-  const prototype = Object.getPrototypeOf(value);
+  const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return UNSUPPORTED;
   const object = value as Record<string, unknown>;
   if (typeof object["toJSON"] === "function") return UNSUPPORTED;

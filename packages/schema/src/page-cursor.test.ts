@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+
 import { INT64_MAX, INT64_MIN } from "./int64.ts";
 import { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 import { ListPlantsQuery } from "./query.ts";

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { INT64_MAX, INT64_MIN, toInt64 } from "./int64.ts";
 import { NewPlant, Plant } from "./plant.ts";
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+
 import { Int64 } from "./int64.ts";
 
 /** Length limits the interface leaves open ("not shown"); chosen here and documented in docs/api-decisions.md. */

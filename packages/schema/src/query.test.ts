@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+
 import { encodePageCursor } from "./page-cursor.ts";
 import { ListPlantsQuery, PlantIdPath } from "./query.ts";
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+
 import { Int64 } from "./int64.ts";
 import { decodePageCursor } from "./page-cursor.ts";
 import { NEW_PLANT_EXAMPLE, NewPlant, PlantTag } from "./plant.ts";

@@ -169,7 +169,8 @@ class Comparison {
   types(where: string, b: Json, a: Json, flow: Flow): void {
     const typesOf = (s: Json): Set<string> | undefined => {
       if (s["type"] === undefined) return undefined;
-      const types = new Set(Array.isArray(s["type"]) ? s["type"].map(String) : [String(s["type"])]);
+      const type = s["type"] as string | string[];
+      const types = new Set(Array.isArray(type) ? type : [type]);
       if (s["nullable"] === true) types.add("null");
       return types;
     };

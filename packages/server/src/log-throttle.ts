@@ -3,7 +3,7 @@
  * fails the same way, and a line (with its stack) per request wrote hundreds of MB a minute, onto
  * the disk the database may need. Metrics keep the full counts.
  */
-export const LOG_REPEAT_INTERVAL_MS = 10_000;
+const LOG_REPEAT_INTERVAL_MS = 10_000;
 
 /** Kinds watched at once; beyond this many, new kinds share one window (a storm of distinct messages). */
 const MAX_KINDS = 100;

@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import proxyAddr from "proxy-addr";
 
 /** Named ranges `PLANTSTORE_TRUSTED_PROXIES` accepts besides IPs and CIDRs (proxy-addr's). */
-export const TRUSTED_PROXY_KEYWORDS = ["loopback", "linklocal", "uniquelocal"] as const;
+const TRUSTED_PROXY_KEYWORDS = ["loopback", "linklocal", "uniquelocal"] as const;
 
 const PREFIX_LENGTH = /^\d{1,3}$/;
 

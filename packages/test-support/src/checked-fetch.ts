@@ -1,4 +1,5 @@
 import { afterEach } from "vitest";
+
 import { checkAnswer, fetchContracts, type ResponseContract } from "./response-contract.ts";
 
 /**

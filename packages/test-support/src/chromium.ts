@@ -1,7 +1,8 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+
+import { type BrowserContext,chromium } from "playwright-core";
 
 /**
  * Debian's chromium, driven by playwright-core (which downloads no browser of its own).

@@ -38,7 +38,7 @@ export async function eventually<T>(
       const why =
         lastError === undefined
           ? ""
-          : `; last check threw: ${String(lastError instanceof Error ? lastError.message : lastError)}`;
+          : `; last check threw: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}`;
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`, { cause: lastError });
     }
     await sleep(intervalMs);

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { connect, createServer, type AddressInfo, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 
 /**
  * What the proxy does with traffic, as a sick dependency would:

@@ -1,5 +1,6 @@
-import { Ajv2020 } from "ajv/dist/2020.js";
 import type { ValidateFunction } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+
 import { seedDocument } from "./seed-document.ts";
 
 /**

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+
 import { seedDocument } from "./seed-document.ts";
 
 /** One canned answer; without `type`, no Content-Type is sent. */

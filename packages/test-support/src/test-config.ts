@@ -40,5 +40,5 @@ export function testServerConfig<Config extends TestableConfig>(
     ...overrides,
   };
   // Every key set above is one of TestableConfig's, with a value of the server's own type.
-  return settings as Config;
+  return settings;
 }

@@ -1,5 +1,6 @@
-import type { Command } from "commander";
 import { stringifyJsonLossless } from "@plantstore/schema";
+import type { Command } from "commander";
+
 import { addConnectionOptions, connect, type ConnectionOptions } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { parseId } from "../parse-id.ts";

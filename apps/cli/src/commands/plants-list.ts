@@ -1,7 +1,8 @@
-import type { Command } from "commander";
-import { PlantStoreInputError, type ListPlantsOptions, type NewPlant, type PlantPage } from "@plantstore/client";
+import { type ListPlantsOptions, type NewPlant, type PlantPage,PlantStoreInputError } from "@plantstore/client";
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, stringifyJsonLossless } from "@plantstore/schema";
-import { addConnectionOptions, connect, usageError, type ConnectionOptions } from "../connect.ts";
+import type { Command } from "commander";
+
+import { addConnectionOptions, connect, type ConnectionOptions,usageError } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { parseId } from "../parse-id.ts";
 import { parseLimit } from "../parse-limit.ts";

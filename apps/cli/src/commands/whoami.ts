@@ -1,5 +1,6 @@
-import type { Command } from "commander";
 import type { WhoAmI } from "@plantstore/client";
+import type { Command } from "commander";
+
 import { addConnectionOptions, connect, type ConnectionOptions } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { printable } from "../printable.ts";

@@ -10,7 +10,7 @@ type DbOptions = { databaseUrl?: string };
 const UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 /** `30d`, `12h`, `90m`, `3600s`, `2w`: a positive whole number and a unit. */
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const match = /^([1-9]\d{0,5})([smhdw])$/.exec(text);
   if (match === null)
     throw new Error(`--expires-in must be a number and a unit (s, m, h, d, w), e.g. 30d; got ${JSON.stringify(text)}`);
@@ -18,7 +18,7 @@ export function parseDuration(text: string): number {
 }
 
 /** Comma- or space-separated scopes, each one this version knows. */
-export function parseScopes(text: string): string[] {
+function parseScopes(text: string): string[] {
   const scopes = [...new Set(text.split(/[\s,]+/).filter((s) => s.length > 0))];
   const unknown = scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
   if (scopes.length === 0 || unknown.length > 0) {

@@ -17,7 +17,7 @@ import type Koa from "koa";
 /** The paths this module answers, all `GET`/`HEAD`, none needing a token. */
 export const DOCS_PATHS = ["/docs", "/docs/swagger-ui.css", "/docs/swagger-ui-bundle.js", "/docs/init.js"] as const;
 
-export const DOCS_CONTENT_SECURITY_POLICY = [
+const DOCS_CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

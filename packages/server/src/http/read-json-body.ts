@@ -27,7 +27,7 @@ export function assertJsonContentType(header: string | undefined): void {
 }
 
 /** The content codings a body may be sent with: none but `identity`. */
-export const ACCEPTED_CONTENT_ENCODING = "identity";
+const ACCEPTED_CONTENT_ENCODING = "identity";
 
 /**
  * Refuses a body sent with a content coding (gzip, deflate, br, …): the body limit counts the bytes

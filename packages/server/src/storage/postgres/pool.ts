@@ -153,7 +153,7 @@ const UNAVAILABLE_MESSAGES = [
  * starting up), 53300 (too many connections). A statement cancelled by the server is not here:
  * the database answered (see busyCause).
  */
-export function isUnavailable(error: unknown): boolean {
+function isUnavailable(error: unknown): boolean {
   if (error instanceof DatabaseError) {
     const code = error.code ?? "";
     return code.startsWith("08") || ["57P01", "57P02", "57P03", "53300"].includes(code);
@@ -170,7 +170,7 @@ export function isUnavailable(error: unknown): boolean {
  * and the operator: a lock wait (55P03: `lock_timeout`, `NOWAIT`), a deadlock (40P01), or a
  * statement timeout (57014: `statement_timeout`; or cancelled by someone). Undefined for anything else.
  */
-export function busyCause(
+function busyCause(
   error: unknown,
 ): "lock wait" | "deadlock" | "statement timeout" | "statement cancelled" | undefined {
   if (!(error instanceof DatabaseError)) return undefined;

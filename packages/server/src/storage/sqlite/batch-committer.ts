@@ -175,7 +175,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       }
     }
     try {
-      if (!db.isTransaction) throw ended ?? new Error("the transaction was rolled back during the batch");
+      if (!db.isTransaction) throw ended instanceof Error ? ended : new Error("the transaction was rolled back during the batch", { cause: ended });
       db.exec("COMMIT");
     } catch (error) {
       try {

@@ -24,7 +24,7 @@ const DESCRIPTION: Record<StoreFailureKind, string> = {
 };
 
 /** The kind of a node:sqlite error, or undefined for one that is not about the storage (a bug, a constraint). */
-export function sqliteFailureKind(error: unknown): StoreFailureKind | undefined {
+function sqliteFailureKind(error: unknown): StoreFailureKind | undefined {
   if (!(error instanceof Error)) return undefined;
   const errcode = (error as { errcode?: unknown }).errcode;
   return typeof errcode === "number" ? KIND_BY_PRIMARY_CODE.get(errcode & 0xff) : undefined;
@@ -37,7 +37,7 @@ export function sqliteFailureKind(error: unknown): StoreFailureKind | undefined 
 export function sqliteFailure(error: unknown): StoreFailure | undefined {
   const kind = sqliteFailureKind(error);
   if (kind === undefined) return undefined;
-  const detail = (error as { errstr?: unknown }).errstr ?? (error as Error).message;
+  const detail = (error as { errstr?: string }).errstr ?? (error as Error).message;
   return { kind, message: `${DESCRIPTION[kind]} (SQLite: ${String(detail)})` };
 }
 

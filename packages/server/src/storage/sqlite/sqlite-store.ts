@@ -55,7 +55,7 @@ export type SqliteStoreOptions = {
   writeHealth?: WriteHealth;
 };
 
-export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * Rows as arrays where node:sqlite can (Node >= 22.16): no object with named keys built per row

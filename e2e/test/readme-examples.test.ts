@@ -10,13 +10,15 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
-import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
 import { checkedFetch } from "@plantstore/test-support/checked-fetch";
-import { startRealServer, type RealServer } from "@plantstore/test-support/real-server";
+import { type RealServer, startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { cleanEnv, NPM_CLI, ROOT, run, runOk } from "./workspace.ts";
 
 /**

@@ -1,4 +1,5 @@
 import { defineConfig, mergeConfig } from "vitest/config";
+
 import { sharedConfig } from "../../vitest.shared.ts";
 
 /**

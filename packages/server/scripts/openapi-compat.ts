@@ -213,7 +213,7 @@ class Comparison {
   }
 
   bounds(where: string, b: Json, a: Json, flow: Flow): void {
-    const num = (s: Json, key: string) => (typeof s[key] === "number" ? (s[key] as number) : undefined);
+    const num = (s: Json, key: string) => (typeof s[key] === "number" ? s[key] : undefined);
     for (const key of LOWER_BOUNDS) {
       const bv = num(b, key);
       const av = num(a, key);

@@ -1,6 +1,8 @@
-import { readChangesets } from "@changesets/read";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+
+import { readChangesets } from "@changesets/read";
+
 import { loadConfig } from "../src/config.ts";
 import { createLogger } from "../src/logger.ts";
 import { startServer } from "../src/server.ts";

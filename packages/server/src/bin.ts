@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 import { Command, CommanderError } from "commander";
+
 import { addMigrateCommand } from "./cli/migrate-command.ts";
 import { addServeCommand } from "./cli/serve-command.ts";
 import { addTokensCommand } from "./cli/tokens-command.ts";

@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
+
 import { describe, expect, it } from "vitest";
+
 import { configTable, README_FILE, readmeConfigTable, withConfigTable } from "../scripts/config-docs.ts";
 import { allSettings, loadConfig } from "./config.ts";
 

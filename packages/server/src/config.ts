@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { trustedProxyProblem } from "./trusted-proxies.ts";
+
 import type { RateLimitPolicy } from "./rate-limit/rate-limits.ts";
+import { trustedProxyProblem } from "./trusted-proxies.ts";
 
 /**
  * The only module that reads `process.env` (a lint rule keeps it so). Each setting is written

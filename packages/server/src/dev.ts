@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+
 import { PinoPretty } from "pino-pretty";
+
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";

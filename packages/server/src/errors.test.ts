@@ -1,5 +1,6 @@
-import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
+import { type ErrorCodeName, ErrorCodes } from "@plantstore/schema";
 import { describe, expect, it } from "vitest";
+
 import { ApiError, toApiError, toTRPCError } from "./errors.ts";
 
 /**

@@ -1,6 +1,7 @@
+import { type ErrorCodeName, ErrorCodes } from "@plantstore/schema";
 import { TRPCError } from "@trpc/server";
 import { HTTP_STATUS_TRPC_ERROR_CODE } from "trpc-to-openapi";
-import { ErrorCodes, type ErrorCodeName } from "@plantstore/schema";
+
 import { StoreError, type StoreFailureKind } from "./storage/store-errors.ts";
 
 // Neutral ground: procedures, auth and the HTTP adapter all throw and read these, and none of them

@@ -1,4 +1,4 @@
-import { pino, type Logger, type LevelWithSilent } from "pino";
+import { type LevelWithSilent, type Logger, pino } from "pino";
 
 /**
  * Lines are written to stdout in blocks of about this many bytes (some 15 access lines) rather

@@ -1,31 +1,33 @@
 import { once } from "node:events";
-import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+
 import type { Logger } from "pino";
-import type { Authenticator } from "./auth/principal.ts";
-import type { Clock } from "./clock.ts";
+
 import { chainAuthenticators } from "./auth/authenticators.ts";
 import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
+import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
+import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
-import { createMetricsApp } from "./http/metrics-app.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
-import { createLogger } from "./logger.ts";
+import { createMetricsApp } from "./http/metrics-app.ts";
 import { LogThrottle } from "./log-throttle.ts";
+import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
-import { appRouter } from "./router/root.ts";
-import { openStore, openTokenStore } from "./storage/open-store.ts";
-import { isPostgresUrl } from "./storage/postgres/pool.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
 import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit/redis.ts";
-import { startDispatcher } from "./webhooks/dispatcher.ts";
-import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
+import { appRouter } from "./router/root.ts";
+import { openStore, openTokenStore } from "./storage/open-store.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
+import { isPostgresUrl } from "./storage/postgres/pool.ts";
 import { WriteHealth } from "./storage/write-health.ts";
 import { TeardownStack } from "./teardown-stack.ts";
+import { startDispatcher } from "./webhooks/dispatcher.ts";
+import { createOutboundPolicy } from "./webhooks/outbound-guard.ts";
 
 export type RunningServer = {
   /** e.g. `http://127.0.0.1:43121` */
@@ -210,7 +212,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
       // Node checks the two timeouts above on this interval (30 s by default, too coarse for them).
       connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
     },
-    app.callback(),
+    koaListener(app.callback()),
   );
   const stallMarginMs = options.stallMarginMs ?? STALL_MARGIN_MS;
   server.timeout = config.requestTimeoutMs + stallMarginMs;
@@ -283,8 +285,16 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */
 async function startMetricsServer(config: Config, metrics: Metrics, logger: Logger): Promise<Server> {
-  const server = createHttpServer(createMetricsApp(metrics, logger).callback());
+  const server = createHttpServer(koaListener(createMetricsApp(metrics, logger).callback()));
   server.listen(config.metricsPort, config.host);
   await once(server, "listening");
   return server;
+}
+
+/**
+ * Koa's request handler as Node's listener: Koa answers and logs every error of its own (our
+ * error middleware turns each into a catalogued answer), so its promise never carries one.
+ */
+function koaListener(handle: (request: IncomingMessage, response: ServerResponse) => Promise<void>) {
+  return (request: IncomingMessage, response: ServerResponse): void => void handle(request, response);
 }

@@ -1,5 +1,6 @@
 import type { ErrorCodeName } from "@plantstore/schema";
-import { header, RATE_LIMIT_HEADERS, type HeaderDoc } from "./operation-docs.ts";
+
+import { header, type HeaderDoc, RATE_LIMIT_HEADERS } from "./operation-docs.ts";
 
 type Json = Record<string, unknown>;
 

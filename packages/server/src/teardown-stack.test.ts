@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { TeardownStack } from "./teardown-stack.ts";
 
 describe("TeardownStack", () => {

@@ -1,10 +1,11 @@
-import { initTRPC, TRPCError } from "@trpc/server";
+import { initTRPC } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+
 import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
-import type { PlantStore } from "./storage/plant-store.ts";
-import type { OperationDocs } from "./operation-docs.ts";
 import { ApiError, toTRPCError } from "./errors.ts";
+import type { OperationDocs } from "./operation-docs.ts";
+import type { PlantStore } from "./storage/plant-store.ts";
 
 /**
  * Built from plain inputs (the principal and the store), not from Koa's ctx, so tests and other
@@ -23,7 +24,6 @@ export type Meta = OpenApiMeta<{ scopes?: readonly Scope[] } & OperationDocs>;
 const t = initTRPC.meta<Meta>().context<Context>().create();
 
 export const router = t.router;
-export const publicProcedure = t.procedure;
 export const createCallerFactory = t.createCallerFactory;
 
 /** Narrows ctx to an authenticated principal and enforces the procedure's `meta.scopes`. */
@@ -43,5 +43,3 @@ export const protectedProcedure = t.procedure.use(({ ctx, meta, next }) => {
   // Only what changes: tRPC merges it over the current ctx itself (spreading ctx here too would copy it twice).
   return next({ ctx: { principal } });
 });
-
-export { TRPCError };

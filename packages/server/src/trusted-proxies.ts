@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+
 import proxyAddr from "proxy-addr";
 
 /** Named ranges `PLANTSTORE_TRUSTED_PROXIES` accepts besides IPs and CIDRs (proxy-addr's). */

@@ -1,4 +1,5 @@
 import cluster from "node:cluster";
+
 import type { Logger } from "pino";
 
 // Past the workers' own shutdown deadline, the primary gives them this long to exit on their own.

@@ -40,7 +40,7 @@ export function chainAuthenticators(
       return recall(0, "invalid");
     },
     async close() {
-      await Promise.all(authenticators.map((a) => a.close?.()));
+      await Promise.all(authenticators.map(async (a) => a.close?.()));
     },
   };
 }

@@ -4,15 +4,16 @@ import {
   decodeJwt,
   decodeProtectedHeader,
   errors,
-  jwksCache,
-  jwtVerify,
   type ExportedJWKSCache,
+  jwksCache,
   type JWKSCacheInput,
   type JWTPayload,
+  jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
 import { z } from "zod";
-import { systemClock, type Clock } from "../clock.ts";
+
+import { type Clock, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Authenticator, Principal } from "./principal.ts";
 import { sha256 } from "./static-tokens.ts";
@@ -35,7 +36,7 @@ export type JwtOptions = {
  * secret only HMAC. Never both: a server that accepted HS256 beside RS256 could be fooled into
  * checking an HMAC made with its own *public* key (algorithm confusion). `none` is never allowed.
  */
-export const ASYMMETRIC_ALGORITHMS = [
+const ASYMMETRIC_ALGORITHMS = [
   "RS256",
   "RS384",
   "RS512",
@@ -48,7 +49,7 @@ export const ASYMMETRIC_ALGORITHMS = [
   "EdDSA",
   "Ed25519",
 ];
-export const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
+const HMAC_ALGORITHMS = ["HS256", "HS384", "HS512"];
 
 /**
  * A verified token is trusted again without a signature check for at most this long (never past
@@ -58,7 +59,7 @@ const VERIFIED_CACHE_MS = 60_000;
 const MAX_CACHED = 10_000;
 
 /** 9999-12-31T23:59:59Z: the latest instant an RFC 3339 timestamp (and so `/whoami`'s `expiresAt`) can name. */
-export const MAX_EXP = 253_402_300_799;
+const MAX_EXP = 253_402_300_799;
 
 /**
  * The claims a principal is made of, beyond what jwtVerify checks (it requires `exp` and `sub` to
@@ -75,7 +76,7 @@ const PrincipalClaims = z.looseObject({
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Scopes from `scope` (RFC 8693: space-separated) and/or `scp` (an array, or a space-separated string). */
-export function scopesOf(payload: JWTPayload): string[] {
+function scopesOf(payload: JWTPayload): string[] {
   const scopes = new Set<string>();
   const add = (value: unknown) => {
     if (typeof value === "string") for (const s of value.split(" ")) if (s.length > 0) scopes.add(s);

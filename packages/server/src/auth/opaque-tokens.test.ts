@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
 import { createLogger } from "../logger.ts";
 import { SqliteTokenStore } from "../storage/sqlite/token-store.ts";
 import { newOpaqueToken } from "./opaque-token.ts";
@@ -57,7 +59,7 @@ describe("OpaqueTokenAuthenticator: what an id costs the token store", () => {
     expect(await authenticator.authenticate(held.token)).toMatchObject({ tokenId: held.id });
     expect(await authenticator.authenticate(expired.token)).toBeUndefined();
     const before = count("change_version");
-    const guesses = Array.from({ length: 500 }, () => authenticator!.authenticate(newOpaqueToken().token));
+    const guesses = Array.from({ length: 500 }, async () => authenticator!.authenticate(newOpaqueToken().token));
     expect(await Promise.all(guesses)).toEqual(Array<undefined>(500).fill(undefined));
     expect(count("find_token")).toBe(0);
     // 500 guesses at once wait for one change check between them (two, if a poll was in flight).

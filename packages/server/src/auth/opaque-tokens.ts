@@ -1,6 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
+
 import type { Logger } from "pino";
-import { systemClock, type Clock } from "../clock.ts";
+
+import { type Clock, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
@@ -19,7 +21,7 @@ const MAX_STALENESS_MS = 750;
  * most), so a token id that is not among them is refused without a lookup. Beyond it, records are
  * cached by id (known and unknown ones, up to this many) and a miss is looked up.
  */
-export const MAX_HELD_TOKENS = 10_000;
+const MAX_HELD_TOKENS = 10_000;
 /**
  * Least time between two change checks started for requests that name an id not held (rather
  * than by the poll): however many such requests arrive, they cost at most 1000 / 50 = 20 cheap

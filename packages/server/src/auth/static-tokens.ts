@@ -1,4 +1,5 @@
 import { hash, timingSafeEqual } from "node:crypto";
+
 import { ALL_SCOPES, type Authenticator, type Principal } from "./principal.ts";
 
 // One-shot crypto.hash: the same SHA-256 as createHash().update().digest(), without building a

@@ -1,5 +1,6 @@
 import { Option } from "commander";
-import { envNote, loadConfig, SETTINGS, type Config } from "../config.ts";
+
+import { type Config, envNote, loadConfig, SETTINGS } from "../config.ts";
 
 /** Flags that override the environment's configuration (config.ts) for one command. */
 export type ConfigOptions = { port?: string; host?: string; databaseUrl?: string; workers?: string };

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+
 import { openStore } from "../storage/open-store.ts";
 import { configFrom, databaseUrlOption } from "./command-config.ts";
 

@@ -1,10 +1,11 @@
 import type { Command } from "commander";
+
 import { envNote, SETTINGS } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { startServer } from "../server.ts";
 import { openStore } from "../storage/open-store.ts";
 import { isWorkerProcess, superviseWorkers } from "../workers.ts";
-import { configFrom, databaseUrlOption, type ConfigOptions } from "./command-config.ts";
+import { configFrom, type ConfigOptions, databaseUrlOption } from "./command-config.ts";
 
 /**
  * `plantstore-server serve`: migrate, listen, and on SIGTERM/SIGINT stop gracefully within

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+
 import { newOpaqueToken } from "../auth/opaque-token.ts";
 import { ALL_SCOPES } from "../auth/principal.ts";
 import { openStore, openTokenStore } from "../storage/open-store.ts";

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+
 import { openWebhookAdmin } from "../storage/open-store.ts";
 import { checkWebhookSecret, newWebhookSecret, type WebhookAdmin } from "../storage/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../webhooks/outbound-guard.ts";

@@ -1,9 +1,10 @@
 import type Koa from "koa";
-import { INVALID_TOKEN_CHALLENGE, REALM_CHALLENGE } from "../auth/challenge.ts";
+
 import { readBearer } from "../auth/bearer.ts";
+import { INVALID_TOKEN_CHALLENGE, REALM_CHALLENGE } from "../auth/challenge.ts";
 import type { Authenticator, Principal } from "../auth/principal.ts";
-import type { AddressBlock, RateLimits } from "../rate-limit/rate-limits.ts";
 import { ApiError } from "../errors.ts";
+import type { AddressBlock, RateLimits } from "../rate-limit/rate-limits.ts";
 import type { ClientAddress } from "./client-address.ts";
 
 const tooManyRequests = (headers: Record<string, string>) =>

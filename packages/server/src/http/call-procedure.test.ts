@@ -1,14 +1,16 @@
-import { findPackageJSON } from "node:module";
 import { readFileSync } from "node:fs";
+import { findPackageJSON } from "node:module";
+
 import { TRPCError } from "@trpc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+
 import { ALL_SCOPES, type Principal } from "../auth/principal.ts";
 import { toApiError } from "../errors.ts";
 import { appRouter } from "../router/root.ts";
 import { openStore } from "../storage/open-store.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
-import { protectedProcedure, router, type Context } from "../trpc.ts";
+import { type Context, protectedProcedure, router } from "../trpc.ts";
 import { callProcedure } from "./call-procedure.ts";
 
 /** The version of a package as this module resolves it (trpc-to-openapi exports no `./package.json`). */

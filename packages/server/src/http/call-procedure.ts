@@ -1,6 +1,7 @@
 import type { AnyProcedure } from "@trpc/server";
 // Internal to tRPC (the path says so): the only name for what a procedure takes when called.
 import type { ProcedureCallOptions } from "@trpc/server/unstable-core-do-not-import";
+
 import type { Context } from "../trpc.ts";
 
 export type ProcedureCall = {

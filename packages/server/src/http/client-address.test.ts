@@ -1,5 +1,7 @@
 import type { IncomingMessage } from "node:http";
+
 import { describe, expect, it } from "vitest";
+
 import { clientAddressOf } from "./client-address.ts";
 
 /** Just what the resolver reads of a request: the peer and the headers. */

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
+
 import proxyAddr from "proxy-addr";
 
 /** The address a request came from, as far as the service can tell (see `clientAddressOf`). */

@@ -1,5 +1,6 @@
-import { STATUS_CODES, type IncomingMessage } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+
 import { ApiError } from "../errors.ts";
 
 /** What Node's `clientError` carries besides the code (documented with the event). */

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Server as NetServer, type Socket } from "node:net";
+
 import { ApiError } from "../errors.ts";
 import { rawErrorResponse } from "./client-error.ts";
 import { watchWriteStalls } from "./write-stalls.ts";

@@ -1,5 +1,6 @@
 import Koa from "koa";
 import type { Logger } from "pino";
+
 import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { metricsPortPaths } from "./plain-paths.ts";

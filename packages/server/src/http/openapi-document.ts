@@ -1,4 +1,4 @@
-import { ErrorBody, ErrorCodes, NewPlant, Plant, type ErrorCodeName } from "@plantstore/schema";
+import { ErrorBody, type ErrorCodeName, ErrorCodes, NewPlant, Plant } from "@plantstore/schema";
 import {
   forEachOpenApiProcedure,
   generateOpenApiDocument,
@@ -10,6 +10,7 @@ import {
 } from "trpc-to-openapi";
 import { globalRegistry, ZodType } from "zod";
 import { createDocument, createSchema } from "zod-openapi";
+
 import { PACKAGE_VERSION } from "../package-version.ts";
 import type { AppRouter } from "../router/root.ts";
 import {
@@ -75,7 +76,7 @@ function sharedResponses(): Json {
 /** zod-openapi renders `NewPlant` flat; the interface spells it as `allOf` Plant plus `id`. */
 function newPlantAsAllOf(flat: Json, plant: Json): Json {
   const properties = (flat["properties"] ?? {}) as Json;
-  const plantProperties = new Set(Object.keys((plant["properties"] ?? {}) as Json));
+  const plantProperties = new Set(Object.keys(plant["properties"] ?? {}));
   const own = Object.fromEntries(Object.entries(properties).filter(([k]) => !plantProperties.has(k)));
   const required = ((flat["required"] ?? []) as string[]).filter((k) => !plantProperties.has(k));
   return {

@@ -1,4 +1,5 @@
 import type Koa from "koa";
+
 import { ApiError, storeFailureAnswer } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlantStore } from "../storage/plant-store.ts";

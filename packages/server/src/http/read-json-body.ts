@@ -1,7 +1,9 @@
 import type { IncomingMessage } from "node:http";
+
+import { JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
 import { parse as parseContentType } from "content-type";
 import getRawBody from "raw-body";
-import { JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
+
 import { ApiError } from "../errors.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

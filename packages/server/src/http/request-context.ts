@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
+
 import type Koa from "koa";
 import type { Logger } from "pino";
+
 import type { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
 

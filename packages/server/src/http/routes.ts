@@ -1,5 +1,6 @@
-import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from "trpc-to-openapi";
 import type { AnyProcedure } from "@trpc/server";
+import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from "trpc-to-openapi";
+
 import type { AppRouter } from "../router/root.ts";
 import type { PlainPath } from "./plain-paths.ts";
 

@@ -1,4 +1,5 @@
 import type Koa from "koa";
+
 import type { ApiError } from "../errors.ts";
 
 // What Koa's `ctx.type = "application/json"` sets, written as the header itself: the type setter

@@ -1,6 +1,8 @@
 import { once } from "node:events";
-import { connect, createServer, type AddressInfo, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
+
 import { afterEach, describe, expect, it } from "vitest";
+
 import { watchWriteStalls } from "./write-stalls.ts";
 
 const STALL_MS = 400;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { addressGroup } from "./address-group.ts";
 
 describe("addressGroup: the key a client address counts under", () => {

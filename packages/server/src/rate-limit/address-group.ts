@@ -5,7 +5,7 @@ import ipaddr from "ipaddr.js";
  * (RFC 6177, RFC 7421), and one that privacy addresses (RFC 8981) rotate within, so a client
  * cannot buy itself a new allowance per address.
  */
-export const IPV6_GROUP_PREFIX = 64;
+const IPV6_GROUP_PREFIX = 64;
 
 /**
  * The key a client address counts under in the per-address limits: one key per client, however

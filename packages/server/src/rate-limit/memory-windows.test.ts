@@ -1,5 +1,6 @@
 import { RateLimiterRes } from "rate-limiter-flexible";
 import { describe, expect, it } from "vitest";
+
 import type { Clock } from "../clock.ts";
 import { MemoryWindows } from "./memory-windows.ts";
 

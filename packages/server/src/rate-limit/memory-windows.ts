@@ -1,4 +1,5 @@
 import { RateLimiterRes } from "rate-limiter-flexible";
+
 import type { Clock } from "../clock.ts";
 
 type Window = { consumed: number; endsAt: number };
@@ -39,6 +40,7 @@ export class MemoryWindows {
       window.consumed,
       first,
     );
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rate-limiter-flexible's contract, which the Redis limiter keeps: a refusal rejects with the RateLimiterRes
     return window.consumed > this.#points ? Promise.reject(res) : Promise.resolve(res);
   }
 

@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { systemClock, type Clock } from "../clock.ts";
+
+import { type Clock, systemClock } from "../clock.ts";
 import type { Metrics } from "../metrics.ts";
 import type { CircuitBreaker } from "../resilience/circuit-breaker.ts";
 import { addressGroup } from "./address-group.ts";
@@ -25,11 +26,7 @@ const MAX_BLOCKED_ADDRESSES = 10_000;
  * draft-ietf-httpapi-ratelimit-headers-10 (§3, §4): `"token";q=6000;w=60` and `"token";r=5999;t=42`
  * (quota, window seconds; remaining, seconds until the window resets).
  */
-export function rateLimitFields(
-  policy: RateLimitPolicy,
-  remaining: number,
-  msBeforeReset: number,
-): Record<string, string> {
+function rateLimitFields(policy: RateLimitPolicy, remaining: number, msBeforeReset: number): Record<string, string> {
   const reset = Math.max(0, Math.ceil(msBeforeReset / 1000));
   return {
     "RateLimit-Policy": `"${policy.name}";q=${policy.points};w=${policy.windowSec}`,
@@ -47,7 +44,7 @@ function refusal(policy: RateLimitPolicy, msBeforeReset: number): LimitDecision 
 }
 
 /** The shared counters' Redis, and the circuit breaker every call to it goes through. */
-export type SharedCounting = { client: Redis; prefix: string; breaker: CircuitBreaker };
+type SharedCounting = { client: Redis; prefix: string; breaker: CircuitBreaker };
 
 /**
  * One policy's counters: in memory for a single instance, or in Redis (shared by every instance)

@@ -1,7 +1,9 @@
 import { once } from "node:events";
+
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { RateLimiterRes } from "rate-limiter-flexible";
+
 import type { Metrics } from "../metrics.ts";
 import { CircuitBreaker } from "../resilience/circuit-breaker.ts";
 
@@ -10,9 +12,9 @@ const CONNECT_WAIT_MS = 2_000;
 const WARN_EVERY_MS = 10_000;
 
 /** Consecutive failed Redis calls (each refused, or unanswered for COMMAND_TIMEOUT_MS) that open the circuit. */
-export const REDIS_FAILURES_TO_OPEN = 3;
+const REDIS_FAILURES_TO_OPEN = 3;
 /** While the circuit is open, Redis is sent a PING this often; the first PONG closes it. */
-export const REDIS_PROBE_INTERVAL_MS = 1_000;
+const REDIS_PROBE_INTERVAL_MS = 1_000;
 const COMMAND_TIMEOUT_MS = 500;
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { CircuitBreaker, CircuitOpenError, type CircuitState, type Schedule } from "./circuit-breaker.ts";
 
 /** A clock the test moves: timers run only when `advance` passes their time. */

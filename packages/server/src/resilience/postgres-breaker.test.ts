@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+
 import { toApiError } from "../errors.ts";
 import { StoreError, StoreUnavailableError } from "../storage/store-errors.ts";
-import { PostgresBreaker, type CircuitChangeReason } from "./postgres-breaker.ts";
+import { type CircuitChangeReason, PostgresBreaker } from "./postgres-breaker.ts";
 
 // Never used: the probe is the test's, so no connection is made.
 const DATABASE = { url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 100, queryTimeoutMs: 100 };

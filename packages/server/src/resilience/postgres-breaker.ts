@@ -1,4 +1,4 @@
-import { isClientQueryTimeout, probeDatabase, type PostgresSettings } from "../storage/postgres/pool.ts";
+import { isClientQueryTimeout, type PostgresSettings, probeDatabase } from "../storage/postgres/pool.ts";
 import { StoreError, StoreUnavailableError } from "../storage/store-errors.ts";
 import { CircuitBreaker, CircuitOpenError, type CircuitState, type Schedule } from "./circuit-breaker.ts";
 

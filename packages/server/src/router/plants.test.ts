@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
 import { encodePageCursor as cursor } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import type { Principal } from "../auth/principal.ts";
 import { toApiError } from "../errors.ts";
 import { openStore } from "../storage/open-store.ts";

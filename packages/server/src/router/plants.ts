@@ -1,4 +1,3 @@
-import { z } from "zod";
 import {
   encodePageCursor,
   LIST_LIMIT_DEFAULT,
@@ -11,9 +10,11 @@ import {
   PlantIdPath,
   PlantList,
 } from "@plantstore/schema";
+import { z } from "zod";
+
 import { ApiError, toTRPCError } from "../errors.ts";
-import type { ListedPlant } from "../storage/plant-store.ts";
 import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
+import type { ListedPlant } from "../storage/plant-store.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 /**

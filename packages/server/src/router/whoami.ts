@@ -1,5 +1,6 @@
-import { z } from "zod";
 import { WhoAmI } from "@plantstore/schema";
+import { z } from "zod";
+
 import { AUTH_ERRORS, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 

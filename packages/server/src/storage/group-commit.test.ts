@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { GroupCommit, type CommittedBatch } from "./group-commit.ts";
+
+import { type CommittedBatch, GroupCommit } from "./group-commit.ts";
 
 /**
  * The batching rule alone, with a commit the test finishes by hand: which writes travel together

@@ -1,17 +1,18 @@
 import { resolve } from "node:path";
+
+import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
 import type { PlantStore } from "./plant-store.ts";
-import type { WriteHealth } from "./write-health.ts";
-import type { WebhookAdmin } from "./webhook-admin.ts";
-import type { WebhookQueue } from "./webhook-queue.ts";
-import { SqliteStore, type Durability } from "./sqlite/sqlite-store.ts";
-import { SqliteTokenStore } from "./sqlite/token-store.ts";
-import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
 import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl, type PostgresSettings } from "./postgres/pool.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
 import { PostgresTokenStore } from "./postgres/token-store.ts";
 import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
+import { type Durability, SqliteStore } from "./sqlite/sqlite-store.ts";
+import { SqliteTokenStore } from "./sqlite/token-store.ts";
+import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
 import type { TokenStore } from "./token-store.ts";
-import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
+import type { WebhookAdmin } from "./webhook-admin.ts";
+import type { WebhookQueue } from "./webhook-queue.ts";
+import type { WriteHealth } from "./write-health.ts";
 
 export type OpenStoreOptions = {
   /** SQLite only: PostgreSQL always commits synchronously. */

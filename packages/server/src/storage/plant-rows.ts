@@ -1,4 +1,5 @@
 import type { NewPlant } from "@plantstore/schema";
+
 import type { ListedPlant } from "./plant-store.ts";
 
 /** A stored plant as both backends read it: int8 ids as BigInt, no tag as NULL. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { StoreError, StoreUnavailableError } from "./store-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 

@@ -1,5 +1,6 @@
 import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
+
 import type { Clock } from "../clock.ts";
 import { createLogger } from "../logger.ts";
 import { createMetrics } from "../metrics.ts";

@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
-import { systemClock, type Clock } from "../clock.ts";
-import type { Metrics } from "../metrics.ts";
+
+import { type Clock, systemClock } from "../clock.ts";
 import { LogThrottle } from "../log-throttle.ts";
+import type { Metrics } from "../metrics.ts";
 import { StoreError } from "../storage/store-errors.ts";
 import type { ClaimedDelivery, WebhookQueue } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";

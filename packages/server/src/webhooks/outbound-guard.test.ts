@@ -1,5 +1,7 @@
 import type { LookupAddress } from "node:dns";
+
 import { describe, expect, it } from "vitest";
+
 import { checkWebhookUrl, createOutboundPolicy, isPublicAddress } from "./outbound-guard.ts";
 
 const strict = createOutboundPolicy([]);

@@ -1,5 +1,6 @@
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { lookup as dnsLookup, type LookupOptions } from "node:dns";
 import { BlockList, isIP } from "node:net";
+
 import ipaddr from "ipaddr.js";
 
 /**
@@ -81,7 +82,7 @@ export function createOutboundPolicy(allowed: readonly string[]): OutboundPolicy
   const lookup = ((hostname: string, options: LookupOptions, callback: (...args: unknown[]) => void) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error);
-      const list = addresses as LookupAddress[];
+      const list = addresses;
       const permitted = list.filter((a) => isAllowedAddress(a.address, hostname));
       if (permitted.length === 0) {
         const refused = Object.assign(new Error(`webhook target ${hostname} resolves only to non-public addresses`), {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { backoffMs, MAX_ATTEMPTS, nextAttemptAt, retryAfterMs } from "./retry-policy.ts";
 
 const HOUR = 60 * 60 * 1000;

@@ -1,8 +1,10 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
+
 import { Webhook } from "standardwebhooks";
-import { systemClock, type Clock } from "../clock.ts";
+
+import { type Clock, systemClock } from "../clock.ts";
 import type { ClaimedDelivery } from "../storage/webhook-queue.ts";
 import type { OutboundPolicy } from "./outbound-guard.ts";
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectErrorShape, OTHER_TOKEN, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { expectErrorShape, OTHER_TOKEN, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -2,13 +2,15 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from "jose";
+
 import { eventually } from "@plantstore/test-support/eventually";
+import { Redis } from "ioredis";
+import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
-import { issueToken, startJwksServer, startServerProcess, type ServerProcess } from "../support/token-helpers.ts";
+import { issueToken, type ServerProcess, startJwksServer, startServerProcess } from "../support/token-helpers.ts";
 
 /**
  * Issue 23, defect 2: from a client address over its failed-authentication limit, a flood of

@@ -1,8 +1,10 @@
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
+
+import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import type { JwtConfig } from "../../src/config.ts";
 import { expectErrorShape, startTestServer, type TestServer } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";

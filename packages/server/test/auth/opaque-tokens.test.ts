@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
-import { readFileSync, existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { newOpaqueToken, OPAQUE_TOKEN_PATTERN } from "../../src/auth/opaque-token.ts";
-import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { databaseUrlOf, issueToken, listTokens, revokeToken } from "../support/token-helpers.ts";
 
@@ -167,8 +169,8 @@ describe("issued API tokens (ps_…)", () => {
     // The flush runs every 300 ms here: moved on by as much, the time is written (or being written).
     await clock.skip(300);
     const lastUsedAt = await eventually(lastUsed, { what: "the last-used time written", timeoutMs: 2_000 });
-    expect(lastUsedAt!).toBeGreaterThanOrEqual(before);
-    expect(lastUsedAt!).toBeLessThanOrEqual(clock.now());
+    expect(lastUsedAt).toBeGreaterThanOrEqual(before);
+    expect(lastUsedAt).toBeLessThanOrEqual(clock.now());
   });
 });
 

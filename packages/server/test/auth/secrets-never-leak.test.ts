@@ -2,12 +2,14 @@ import { once } from "node:events";
 import { createServer, globalAgent } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
+
 import { startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
-import { rawRequest, testConfig, TOKEN, type TestResponse } from "../support/harness.ts";
+import { rawRequest, testConfig, type TestResponse, TOKEN } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 import { issueToken, revokeToken } from "../support/token-helpers.ts";
 

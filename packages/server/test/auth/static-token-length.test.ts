@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+
 import { describe, expect, it } from "vitest";
+
 import { startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { logLines, testConfig } from "../support/harness.ts";

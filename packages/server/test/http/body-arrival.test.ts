@@ -1,5 +1,7 @@
 import { connect } from "node:net";
+
 import { describe, expect, it } from "vitest";
+
 import { startTestServer, TOKEN } from "../support/harness.ts";
 
 /**
@@ -22,7 +24,7 @@ function exchange(port: number, chunks: string[], gapMs: number): Promise<string
     void (async () => {
       for (const chunk of chunks) {
         socket.write(chunk);
-        // timer kept: the pace at which the client sends its body is what the test is about
+        // eslint-disable-next-line no-restricted-syntax -- the pace at which the client sends its body is what the test is about
         await new Promise((r) => setTimeout(r, gapMs));
       }
     })();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { expectErrorShape, startTestServer, TOKEN } from "../support/harness.ts";
 
 describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {

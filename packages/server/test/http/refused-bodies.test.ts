@@ -1,7 +1,9 @@
 import type { Socket } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { openRaw, type RawAnswer, type RawClient } from "../support/raw-socket.ts";
 
 const BODY_LIMIT = 1024;

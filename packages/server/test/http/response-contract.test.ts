@@ -1,7 +1,9 @@
 import { Agent } from "node:http";
+
 import { checkingFetch } from "@plantstore/test-support/checked-fetch";
-import { startStandInServer, type CannedAnswer, type StandInServer } from "@plantstore/test-support/stand-in-server";
+import { type CannedAnswer, type StandInServer, startStandInServer } from "@plantstore/test-support/stand-in-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { appRouter, buildOpenApiDocument, loadConfig } from "../../src/index.ts";
 import { rawRequest, startTestServer } from "../support/harness.ts";
 import { postPlant, randomPlant } from "../support/load.ts";

@@ -1,5 +1,7 @@
 import { connect } from "node:net";
+
 import { describe, expect, it } from "vitest";
+
 import { checkErrorAnswer, startTestServer, TOKEN } from "../support/harness.ts";
 
 /** Writes raw bytes on a TCP connection and returns everything the server sends back. */
@@ -15,7 +17,7 @@ function exchange(port: number, chunks: string[], gapMs = 0): Promise<string> {
       for (const chunk of chunks) {
         if (socket.destroyed) return;
         socket.write(chunk);
-        // timer kept: the pace at which the client sends its request is what the test is about
+        // eslint-disable-next-line no-restricted-syntax -- the pace at which the client sends its request is what the test is about
         if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
       }
     })();

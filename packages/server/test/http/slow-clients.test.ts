@@ -1,8 +1,11 @@
 import { Agent, type Server } from "node:http";
 import { connect, type Socket } from "node:net";
+// eslint-disable-next-line no-restricted-imports -- the pace of a slow client is what these tests are about
 import { setTimeout as sleep } from "node:timers/promises";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
+
 import { rawRequest, startTestServer, TOKEN } from "../support/harness.ts";
 import { postPlant, randomPlant } from "../support/load.ts";
 import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
@@ -18,7 +21,6 @@ function trickle(client: RawClient, text: string, gapMs: number): void {
     for (const byte of text) {
       if (client.socket.destroyed || client.socket.writableEnded) return;
       client.write(byte);
-      // timer kept: the pace of a slow client is what these tests are about
       await sleep(gapMs);
     }
   })();
@@ -201,7 +203,7 @@ describe("slow and idle clients", () => {
     let taken = 0;
     // At most one socket buffer's worth per tick: a few MB/s, so the server holds unsent bytes for
     // longer than the stall bound while the client keeps taking them.
-    // timer kept: the slow reader's pace is what this test is about
+    // The slow reader's pace is what this test is about.
     const reader = setInterval(() => (taken += (client.read() as Buffer | null)?.length ?? 0), 20);
     let firstPending = 0;
     let lastPending = 0;

@@ -1,6 +1,7 @@
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { spawnServe, type SpawnedServer } from "../support/spawned-server.ts";
+
+import { type SpawnedServer, spawnServe } from "../support/spawned-server.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 
 /**
@@ -63,7 +64,7 @@ describe("the log on stdout", () => {
       .output()
       .split("\n")
       .filter((line) => line.length > 0);
-    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
     const ids = accessLinesOf(server.output(), "busy-").map((line) => (JSON.parse(line) as { reqId: string }).reqId);
     expect(new Set(ids).size).toBe(count);
   });

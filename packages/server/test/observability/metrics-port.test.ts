@@ -1,8 +1,10 @@
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+
 import { Gauge } from "prom-client";
 import { describe, expect, it } from "vitest";
+
 import { createMetricsApp } from "../../src/http/metrics-app.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createMetrics } from "../../src/metrics.ts";
@@ -47,7 +49,8 @@ describe("the metrics port (PLANTSTORE_METRICS_PORT)", () => {
       },
     });
     const { lines, sink } = logLines();
-    const server: Server = createServer(createMetricsApp(metrics, createLogger("info", sink)).callback());
+    const handle = createMetricsApp(metrics, createLogger("info", sink)).callback();
+    const server: Server = createServer((request, response) => void handle(request, response));
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     try {

@@ -2,12 +2,14 @@ import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { startServer, type Config } from "../../src/index.ts";
+
+import { type Config, startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
-import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "../support/harness.ts";
 import { closeIdleClientConnections } from "../support/client-connections.ts";
+import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "../support/harness.ts";
 import { BIN } from "../support/spawned-server.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 

@@ -3,8 +3,10 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DatabaseSync } from "node:sqlite";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
+
 import { expectErrorShape, rawRequest, startTestServer, type TestServer } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { BIN, freePort } from "../support/spawned-server.ts";

@@ -1,11 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+
 import { launchChromium } from "@plantstore/test-support/chromium";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { DOCS_PATHS } from "../../src/http/docs-page.ts";
-import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { rawRequest, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 
 const ARTIFACTS = fileURLToPath(new URL("../../../../test-artifacts/", import.meta.url));
 

@@ -1,7 +1,8 @@
+import { decodePageCursor, INT64_MAX, INT64_MIN, NEW_PLANT_EXAMPLE, PAGE_CURSOR_PATTERN } from "@plantstore/schema";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodePageCursor, INT64_MAX, INT64_MIN, NEW_PLANT_EXAMPLE, PAGE_CURSOR_PATTERN } from "@plantstore/schema";
-import { startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { documentedOperations, routerOperations } from "../support/operations.ts";
 
 let server: TestServer;
@@ -160,7 +161,7 @@ describe("the served document's webhooks section", () => {
     const ajv = new Ajv2020({ strict: false });
     ajv.addFormat("int64", { type: "number", validate: () => true });
     ajv.addFormat("int32", { type: "number", validate: () => true });
-    ajv.addSchema({ $id: "doc", components: doc().components } as Json);
+    ajv.addSchema({ $id: "doc", components: doc().components });
     const validate = ajv.compile({ $ref: "doc#/components/schemas/NewPlant" });
     expect(validate({ id: 7, name: "Fern", tag: "fern" })).toBe(true);
     expect(validate({ id: 7, name: "Fern" })).toBe(true);

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCodes } from "@plantstore/schema";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { documentedOperations } from "../support/operations.ts";
 

@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ErrorCodes } from "@plantstore/schema";
 import { existsSync, readFileSync } from "node:fs";
+
+import { ErrorCodes } from "@plantstore/schema";
 import { ResponseContract } from "@plantstore/test-support/response-contract";
 import { seedDocument, sharedSeedUrl, vendoredSeedUrl } from "@plantstore/test-support/seed-document";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { concretePath, documentedOperations, routerOperations } from "../support/operations.ts";
 

@@ -1,7 +1,9 @@
 import { gzipSync } from "node:zlib";
+
 import { MAX_JSON_DEPTH } from "@plantstore/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectErrorShape, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -1,15 +1,16 @@
-import fc from "fast-check";
 import { NewPlant, parseJsonLossless, stringifyJsonLossless } from "@plantstore/schema";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { rawRequest, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import {
   answerProblem,
   hostileBody,
   oddContentType,
   oddMethod,
   oddPath,
-  validPlantBody,
   type PlantFields,
+  validPlantBody,
 } from "../support/hostile.ts";
 import { openRaw } from "../support/raw-socket.ts";
 import { startServerWithTimings } from "../support/server-with-timings.ts";
@@ -84,7 +85,7 @@ async function checkCreate(
   }
   const stored = model.get(plant.id);
   if (stored !== undefined && (stored.name !== plant.name || stored.tag !== plant.tag)) {
-    if (status !== 409 || JSON.parse(text).error !== 40900)
+    if (status !== 409 || (JSON.parse(text) as { error?: unknown }).error !== 40900)
       throw new Error(`expected 409 for a second plant under id ${plant.id}, got ${status} ${text}`);
     return;
   }
@@ -208,7 +209,7 @@ async function exchange(
   const client = await openRaw(options.port ?? server.port);
   client.write(bytes);
   if (options.halfClose) client.socket.end();
-  // timer kept: a guard that ends a connection the server never closes, so the property fails with what was received
+  // eslint-disable-next-line no-restricted-syntax -- a guard that ends a connection the server never closes, so the property fails with what was received
   const timeout = setTimeout(() => client.socket.destroy(), options.waitMs ?? 5_000);
   const { error } = await client.closed;
   clearTimeout(timeout);

@@ -1,7 +1,8 @@
-import fc from "fast-check";
 import { decodePageCursor, encodePageCursor, ErrorCodes } from "@plantstore/schema";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectErrorShape, startTestServer, TEST_BACKEND, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { expectErrorShape, startTestServer, TEST_BACKEND, type TestServer, TOKEN } from "../support/harness.ts";
 import { edgeBiasedInt64 } from "../support/int64-arbitrary.ts";
 
 /**

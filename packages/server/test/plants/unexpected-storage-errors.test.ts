@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { expectErrorShape, startTestServer, TOKEN } from "../support/harness.ts";
 
 describe("POST /plants when storage fails unexpectedly", () => {

@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+
 import { describe, expect, it } from "vitest";
+
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 
@@ -19,7 +21,7 @@ describe("plantstore-server serve (the built bin, as a process)", () => {
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     try {
       const url = await new Promise<string>((resolve, reject) => {
-        // timer kept: a guard that fails a start that never says it listens
+        // eslint-disable-next-line no-restricted-syntax -- a guard that fails a start that never says it listens
         const timer = setTimeout(() => reject(new Error(`no listening line in: ${output}`)), 15_000);
         child.stdout.on("data", () => {
           const match = /"url":"(http:\/\/[^"]+)"/.exec(output);

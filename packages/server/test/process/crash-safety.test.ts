@@ -3,13 +3,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { afterEach, describe, expect, it } from "vitest";
+
 import { parseJsonLossless } from "@plantstore/schema";
 import { eventually } from "@plantstore/test-support/eventually";
+import { afterEach, describe, expect, it } from "vitest";
+
 import { rawRequest } from "../support/harness.ts";
-import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
-import { randomPlant, runLoad, type Outcome, type SentPlant } from "../support/load.ts";
+import { type Outcome, randomPlant, runLoad, type SentPlant } from "../support/load.ts";
 import { BIN, spawnServe } from "../support/spawned-server.ts";
+import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 import { startReceiver } from "../support/webhook-receiver.ts";
 
 const TOKEN = "crash-test-token-0123456789abcdefghij";

@@ -1,13 +1,15 @@
 import { once } from "node:events";
 import { readdirSync, readlinkSync } from "node:fs";
-import { createServer, type AddressInfo, type Server } from "node:net";
+import { type AddressInfo, createServer, type Server } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { startFaultProxy } from "@plantstore/test-support/fault-proxy";
 import { describe, expect, it } from "vitest";
+
 import { startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { testConfig } from "../support/harness.ts";
-import { createTestDatabase, withAdminClient, type TestDatabase } from "../support/test-database.ts";
+import { createTestDatabase, type TestDatabase, withAdminClient } from "../support/test-database.ts";
 
 /** The shared Redis (CI has one); only its address is used, behind a proxy that refuses it. */
 const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";

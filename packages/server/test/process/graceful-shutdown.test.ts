@@ -2,12 +2,14 @@ import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { randomPlant, runLoad, type Outcome, type SentPlant } from "../support/load.ts";
-import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
+
 import { rawRequest } from "../support/harness.ts";
-import { BIN, freePort, spawnServe, type SpawnedServer } from "../support/spawned-server.ts";
+import { type Outcome, randomPlant, runLoad, type SentPlant } from "../support/load.ts";
+import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
+import { BIN, freePort, type SpawnedServer, spawnServe } from "../support/spawned-server.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
 
 const TOKEN = "shutdown-test-token-0123456789abcdefgh";
@@ -117,7 +119,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
       let body = "";
       req.on("data", (c: Buffer) => (body += c.toString()));
       req.on("end", () =>
-        // timer kept: a slow receiver, so SIGTERM finds webhook attempts under way
+        // eslint-disable-next-line no-restricted-syntax -- a slow receiver, so SIGTERM finds webhook attempts under way
         setTimeout(() => {
           delivered.push(body);
           res.writeHead(204).end();

@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+
 import { describe, expect, it } from "vitest";
+
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 

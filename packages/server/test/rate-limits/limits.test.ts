@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { globalAgent } from "node:http";
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { Redis } from "ioredis";
-import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
+import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer, type Clock, type Config } from "../../src/index.ts";
+
+import { type Clock, type Config, startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openStore } from "../../src/storage/open-store.ts";
 import {
@@ -15,17 +17,17 @@ import {
   rawRequest,
   startTestServer,
   testConfig,
-  TOKEN,
   type TestResponse,
+  TOKEN,
 } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
 import {
   databaseUrlOf,
   issueToken,
+  type ServerProcess,
   startJwksServer,
   startServerProcess,
-  type ServerProcess,
 } from "../support/token-helpers.ts";
 
 const get = (url: string, token?: string) =>
@@ -538,6 +540,7 @@ class StallableClock implements Clock {
     const run = () => {
       if (!cancelled) void callback();
     };
+    // eslint-disable-next-line no-restricted-syntax -- a clock's own timer, which the test can hold back
     const timer = setTimeout(() => (this.#held === undefined ? run() : this.#held.push(run)), ms);
     timer.unref();
     return () => {

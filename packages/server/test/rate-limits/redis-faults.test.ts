@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Agent, request as httpRequest } from "node:http";
+
 import { eventually } from "@plantstore/test-support/eventually";
-import { startFaultProxy, type FaultProxy } from "@plantstore/test-support/fault-proxy";
+import { type FaultProxy, startFaultProxy } from "@plantstore/test-support/fault-proxy";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+
+import { rawRequest, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 import { issueToken } from "../support/token-helpers.ts";
 

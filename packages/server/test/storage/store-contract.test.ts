@@ -1,5 +1,15 @@
 import { DatabaseSync } from "node:sqlite";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
+import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
+import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
+import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
+import { TokenNameTakenError, type TokenStore } from "../../src/storage/token-store.ts";
+import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
+import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
 import {
   createTestDatabase,
   postgresClient,
@@ -7,14 +17,6 @@ import {
   type TestBackend,
   type TestDatabase,
 } from "../support/test-database.ts";
-import type { PlantStore } from "../../src/storage/plant-store.ts";
-import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
-import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
-import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
-import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
-import { TokenNameTakenError, type TokenStore } from "../../src/storage/token-store.ts";
-import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
-import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
 
 /**
  * What every storage backend does alike, run against the backend of this pass of the suite

@@ -1,4 +1,5 @@
-import { startFaultProxy, type FaultProxy } from "@plantstore/test-support/fault-proxy";
+import { type FaultProxy, startFaultProxy } from "@plantstore/test-support/fault-proxy";
+
 import { createTestDatabase, TEST_POSTGRES_URL, type TestDatabase } from "./test-database.ts";
 
 /**
@@ -9,7 +10,7 @@ export async function databaseBehindProxy(): Promise<{
   database: TestDatabase;
   proxy: FaultProxy;
   url: string;
-  dispose(): Promise<void>;
+  dispose: () => Promise<void>;
 }> {
   const database = await createTestDatabase("postgres");
   const upstream = new URL(TEST_POSTGRES_URL);

@@ -1,17 +1,19 @@
 import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
+
 import { startRealServer } from "@plantstore/test-support/real-server";
-import { checkAnswer, ResponseContract, type OpenApiDoc } from "@plantstore/test-support/response-contract";
+import { checkAnswer, type OpenApiDoc, ResponseContract } from "@plantstore/test-support/response-contract";
 import { seedDocument } from "@plantstore/test-support/seed-document";
 import { OTHER_TEST_TOKEN, TEST_TOKEN, testServerConfig } from "@plantstore/test-support/test-config";
+
 import {
   appRouter,
   buildOpenApiDocument,
-  loadConfig,
-  startServer,
   type Clock,
   type Config,
+  loadConfig,
   type RunningServer,
+  startServer,
 } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { closeIdleClientConnections } from "./client-connections.ts";

@@ -1,5 +1,5 @@
+import { errorCodeName, ErrorCodes, INT64_MAX, INT64_MIN } from "@plantstore/schema";
 import fc from "fast-check";
-import { ErrorCodes, errorCodeName, INT64_MAX, INT64_MIN } from "@plantstore/schema";
 
 /**
  * The invariants every answer to hostile input keeps: never a 5xx, and every non-2xx is exactly
@@ -54,7 +54,7 @@ const oddText = fc.oneof(
 );
 
 /** Any int64, with the edges and the region above 2^53 well represented. */
-export const int64 = fc.oneof(
+const int64 = fc.oneof(
   fc.bigInt({ min: INT64_MIN, max: INT64_MAX }),
   fc.constantFrom(INT64_MIN, INT64_MAX, 0n, -1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) - 1n),
 );
@@ -62,7 +62,7 @@ export const int64 = fc.oneof(
 export type PlantFields = { id: bigint; name: string; tag: string | undefined };
 
 /** A valid NewPlant's fields (what the schema accepts): any int64, 1–256 / 1–64 well-formed chars without U+0000. */
-export const validPlant: fc.Arbitrary<PlantFields> = fc.record({
+const validPlant: fc.Arbitrary<PlantFields> = fc.record({
   id: int64,
   name: oddText.filter((s) => s.length <= 256 && s.isWellFormed() && !s.includes("\u0000")),
   tag: fc.option(

@@ -1,5 +1,5 @@
-import fc from "fast-check";
 import { INT64_MAX, INT64_MIN } from "@plantstore/schema";
+import fc from "fast-check";
 
 const SAFE = 2n ** 53n;
 

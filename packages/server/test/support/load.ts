@@ -1,5 +1,7 @@
 import { Agent, request as httpRequest } from "node:http";
+
 import { checkAnswer } from "@plantstore/test-support/response-contract";
+
 import { contractsAt } from "./harness.ts";
 
 /** One plant a load test sends, with the exact answer a 200 must carry. */
@@ -76,7 +78,7 @@ export function postPlant(url: string, token: string, agent: Agent, plant: SentP
             });
           } catch (error) {
             settled = true;
-            reject(error);
+            reject(error instanceof Error ? error : new Error(String(error)));
             return;
           }
           settle({

@@ -1,4 +1,5 @@
 import { forEachOpenApiProcedure, normalizePath } from "trpc-to-openapi";
+
 import { appRouter } from "../../src/router/root.ts";
 import type { Meta } from "../../src/trpc.ts";
 

@@ -1,8 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { Agent, request } from "node:http";
 import { fileURLToPath } from "node:url";
+
 import { checkAnswer } from "@plantstore/test-support/response-contract";
+
 import { contractsAt } from "./harness.ts";
 
 /** Helpers for tests that run the built `plantstore-server` as real processes. */
@@ -22,19 +24,19 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
-  child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (output += c.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    // timer kept: a guard that fails a start that never says it listens
+    // eslint-disable-next-line no-restricted-syntax -- a guard that fails a start that never says it listens
     const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${output}`)), 20_000);
     const onData = () => {
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
       if (match?.[1] === undefined) return;
       clearTimeout(timer);
-      child.stdout!.off("data", onData);
+      child.stdout.off("data", onData);
       resolve(match[1]);
     };
-    child.stdout!.on("data", onData);
+    child.stdout.on("data", onData);
     child.once("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`exited ${code} before listening: ${output}`));
@@ -48,7 +50,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exit = once(child, "exit") as Promise<[number | null]>;
       child.kill("SIGTERM");
-      // timer kept: a guard that kills a process a SIGTERM did not stop
+      // eslint-disable-next-line no-restricted-syntax -- a guard that kills a process a SIGTERM did not stop
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       const [code] = await exit;
       clearTimeout(timer);
@@ -167,7 +169,7 @@ export function startCreationLoad(
       const answer = await postPlant(agent, server.url, token, `{"id":${id},"name":"p${id}"}`);
       waiting.delete(sent);
       answers.push({ id, answer });
-      // timer kept: the load generator's pause before a retry, as a real client would
+      // eslint-disable-next-line no-restricted-syntax -- the load generator's pause before a retry, as a real client would
       if (answer.status !== 200) await new Promise((r) => setTimeout(r, retryPauseMs));
     }
   };

@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net";
+
 import { checkErrorAnswer } from "./harness.ts";
 
 export type RawAnswer = { status: number; headers: Record<string, string>; body: string };

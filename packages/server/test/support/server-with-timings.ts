@@ -1,4 +1,4 @@
-import { startServer, type Config, type RunningServer } from "../../src/index.ts";
+import { type Config, type RunningServer, startServer } from "../../src/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { closeIdleClientConnections } from "./client-connections.ts";
 import { testConfig } from "./harness.ts";

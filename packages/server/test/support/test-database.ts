@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+
 import { Client, Pool, TypeOverrides } from "pg";
 
 /**
@@ -25,7 +26,7 @@ export const TEST_POSTGRES_URL =
   process.env["PLANTSTORE_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 export const SCRATCH_PREFIX = "plantstore_test_";
 
-export type StoredRow = { id: bigint; name: string; tag: string | null };
+type StoredRow = { id: bigint; name: string; tag: string | null };
 
 /** A fresh, empty database for one test server, read directly (below our own code) by the test. */
 export type TestDatabase = {
@@ -89,7 +90,7 @@ export function postgresClient(url: string): Client {
 }
 
 /** The scratch database's URL: the admin URL with another database name. */
-export function urlForDatabase(name: string, base = TEST_POSTGRES_URL): string {
+function urlForDatabase(name: string, base = TEST_POSTGRES_URL): string {
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();

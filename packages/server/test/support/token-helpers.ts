@@ -3,7 +3,8 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { newOpaqueToken, type NewOpaqueToken } from "../../src/auth/opaque-token.ts";
+
+import { type NewOpaqueToken, newOpaqueToken } from "../../src/auth/opaque-token.ts";
 import { openTokenStore } from "../../src/storage/open-store.ts";
 import type { TokenRecord } from "../../src/storage/token-store.ts";
 
@@ -86,7 +87,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stderr.on("data", (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    // timer kept: a guard that fails a start that never says it listens
+    // eslint-disable-next-line no-restricted-syntax -- a guard that fails a start that never says it listens
     const timer = setTimeout(() => reject(new Error(`no listening line in: ${output}`)), 20_000);
     const look = () => {
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
@@ -106,7 +107,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     output: () => output,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
-      // timer kept: a guard that kills a process a SIGTERM did not stop
+      // eslint-disable-next-line no-restricted-syntax -- a guard that kills a process a SIGTERM did not stop
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
       const code = await exited;
       clearTimeout(timer);

@@ -23,7 +23,7 @@ export async function startReceiver(answer: (n: number, r: Received) => Answer |
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (c: string) => (body += c));
-    req.on("end", async () => {
+    req.on("end", () => {
       const r = { headers: req.headers, body, at: Date.now() };
       received.push(r);
       const decided = answer(received.length, r);
@@ -31,9 +31,14 @@ export async function startReceiver(answer: (n: number, r: Received) => Answer |
         hanging.push(res);
         return;
       }
-      const { status, headers } = await decided;
-      res.writeHead(status, headers);
-      res.end();
+      // A test's answer function that throws fails the delivery, as a crashing receiver would.
+      Promise.resolve(decided).then(
+        ({ status, headers }) => {
+          res.writeHead(status, headers);
+          res.end();
+        },
+        () => res.destroy(),
+      );
     });
   });
   server.listen(port, "127.0.0.1");

@@ -1,12 +1,14 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
+
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../../src/webhooks/outbound-guard.ts";
-import { rawRequest, startTestServer, TOKEN, type TestServer } from "../support/harness.ts";
+import { rawRequest, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 import { startReceiver } from "../support/webhook-receiver.ts";
@@ -106,7 +108,7 @@ describe("the new-plant webhook", () => {
       timeoutMs: 60_000,
     });
     const ids = new Set(
-      receiver.received.map((r) => JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')).id as string),
+      receiver.received.map((r) => (JSON.parse(r.body.replace(/"id":(-?\d+)/, '"id":"$1"')) as { id: string }).id),
     );
     expect(ids.size).toBe(1000);
   }, 90_000);

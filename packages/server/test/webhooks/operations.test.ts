@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
+
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
@@ -121,7 +123,7 @@ describe("the per-attempt timeout", () => {
     const history = await admin(server);
     const delivery = await newestDelivered(history);
     expect(delivery).toMatchObject({ attempts: 2, lastStatus: 200 });
-    expect(await history.attempts(delivery!.id)).toEqual([
+    expect(await history.attempts(delivery.id)).toEqual([
       expect.objectContaining({ statusCode: null, error: `no answer within ${timeoutMs} ms` }),
       expect.objectContaining({ statusCode: 200, error: null }),
     ]);
@@ -205,7 +207,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await eventually(() => receiver.received.length === 1, { what: "the delivery" });
     const history = await admin(server);
     const delivery = await newestDelivered(history);
-    expect((await webhooksCli(server, ["replay", String(delivery!.id)])).code).toBe(0);
+    expect((await webhooksCli(server, ["replay", String(delivery.id)])).code).toBe(0);
     await clock.skipUntil(() => receiver.received.length === 2, { what: "the replay" });
     expect(receiver.received[1]!.headers["webhook-id"]).toBe(receiver.received[0]!.headers["webhook-id"]);
     // Once more only: delivered again, it is not sent a third time.
@@ -233,13 +235,13 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     await eventually(() => gone.received.length === 1, { what: "the first delivery" });
     const history = await admin(server);
     const delivery = await newestDelivered(history);
-    expect((await webhooksCli(server, ["remove", delivery!.subscriberId])).code).toBe(0);
+    expect((await webhooksCli(server, ["remove", delivery.subscriberId])).code).toBe(0);
     await history.add(staying.url, SECRET);
 
-    const replayed = await webhooksCli(server, ["replay", String(delivery!.id)]);
+    const replayed = await webhooksCli(server, ["replay", String(delivery.id)]);
     expect(replayed.code).toBe(1);
     expect(replayed.stderr).toBe(
-      `plantstore-server: delivery ${delivery!.id} cannot be sent: its subscriber was removed\n`,
+      `plantstore-server: delivery ${delivery.id} cannot be sent: its subscriber was removed\n`,
     );
     await server.createRaw('{"id":7,"name":"second"}');
     await eventually(() => staying.received.length === 1, { what: "the delivery to the remaining subscriber" });

@@ -1,4 +1,4 @@
-import { migrations as allMigrations, type Migration } from "../migrations.ts";
+import { type Migration, migrations as allMigrations } from "../migrations.ts";
 import { connectForMigrations, type PostgresSettings } from "./pool.ts";
 
 // Any fixed int8 works: advisory locks are scoped to the database, so this serialises only

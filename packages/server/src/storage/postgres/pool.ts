@@ -1,12 +1,13 @@
 import {
   Client,
+  type ClientConfig,
   DatabaseError,
   Pool,
-  TypeOverrides,
-  type ClientConfig,
   type PoolClient,
   type QueryResultRow,
+  TypeOverrides,
 } from "pg";
+
 import { StoreError, StoreUnavailableError } from "../store-errors.ts";
 
 /**
@@ -170,9 +171,7 @@ function isUnavailable(error: unknown): boolean {
  * and the operator: a lock wait (55P03: `lock_timeout`, `NOWAIT`), a deadlock (40P01), or a
  * statement timeout (57014: `statement_timeout`; or cancelled by someone). Undefined for anything else.
  */
-function busyCause(
-  error: unknown,
-): "lock wait" | "deadlock" | "statement timeout" | "statement cancelled" | undefined {
+function busyCause(error: unknown): "lock wait" | "deadlock" | "statement timeout" | "statement cancelled" | undefined {
   if (!(error instanceof DatabaseError)) return undefined;
   switch (error.code) {
     case "55P03":

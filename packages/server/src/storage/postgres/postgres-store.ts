@@ -1,8 +1,14 @@
-import type { Pool } from "pg";
 import type { NewPlant } from "@plantstore/schema";
-import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
+import type { Pool } from "pg";
+
+import {
+  DEFAULT_POSTGRES_BREAKER,
+  PostgresBreaker,
+  type PostgresBreakerSettings,
+} from "../../resilience/postgres-breaker.ts";
+import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
-import { plantFromRow, plantRow, samePlant, type PlantRow } from "../plant-rows.ts";
+import { plantFromRow, type PlantRow, plantRow, samePlant } from "../plant-rows.ts";
 import type {
   CreateOutcome,
   DeleteOutcome,
@@ -21,15 +27,10 @@ import {
   createPostgresPool,
   inTransaction,
   isBrokenConnection,
-  query,
   type PostgresSettings,
+  query,
 } from "./pool.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
-import {
-  DEFAULT_POSTGRES_BREAKER,
-  PostgresBreaker,
-  type PostgresBreakerSettings,
-} from "../../resilience/postgres-breaker.ts";
 
 export type PostgresStoreOptions = PostgresSettings & {
   /** Most creations one statement carries; the rest wait for the next one. */

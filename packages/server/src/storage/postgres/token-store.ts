@@ -1,6 +1,7 @@
 import { DatabaseError, type Pool } from "pg";
-import { TokenNameTakenError, type NewTokenRecord, type TokenRecord, type TokenStore } from "../token-store.ts";
-import { createPostgresPool, inTransaction, query, type PostgresSettings } from "./pool.ts";
+
+import { type NewTokenRecord, TokenNameTakenError, type TokenRecord, type TokenStore } from "../token-store.ts";
+import { createPostgresPool, inTransaction, type PostgresSettings, query } from "./pool.ts";
 
 type TokenRow = {
   id: string;

@@ -1,8 +1,9 @@
 import type { Pool } from "pg";
+
 import {
-  newSubscriberId,
   type AttemptRow,
   type DeliveryRow,
+  newSubscriberId,
   type ReplayOutcome,
   type Subscriber,
   type WebhookAdmin,
@@ -10,12 +11,12 @@ import {
 import {
   attemptFromRow,
   deliveryFromRow,
-  subscriberFromRow,
   type StoredAttempt,
   type StoredDelivery,
   type StoredSubscriber,
+  subscriberFromRow,
 } from "../webhook-rows.ts";
-import { createPostgresPool, inTransaction, query, type PostgresSettings } from "./pool.ts";
+import { createPostgresPool, inTransaction, type PostgresSettings, query } from "./pool.ts";
 
 /** Webhook administration on PostgreSQL; every instance sees a change with its next write. */
 export class PostgresWebhookAdmin implements WebhookAdmin {

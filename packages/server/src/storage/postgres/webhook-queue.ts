@@ -1,4 +1,5 @@
 import type { Pool } from "pg";
+
 import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
 import { inTransaction, query } from "./pool.ts";
 

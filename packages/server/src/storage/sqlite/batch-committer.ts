@@ -1,7 +1,8 @@
 import type { DatabaseSync } from "node:sqlite";
+
 import type { ItemFailure } from "../group-commit.ts";
+import { type PlantRow, samePlant } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
-import { samePlant, type PlantRow } from "../plant-rows.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
@@ -175,7 +176,10 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       }
     }
     try {
-      if (!db.isTransaction) throw ended instanceof Error ? ended : new Error("the transaction was rolled back during the batch", { cause: ended });
+      if (!db.isTransaction)
+        throw ended instanceof Error
+          ? ended
+          : new Error("the transaction was rolled back during the batch", { cause: ended });
       db.exec("COMMIT");
     } catch (error) {
       try {

@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
+
 import { afterEach, describe, expect, it } from "vitest";
+
 import { migrations } from "../migrations.ts";
 
 const BIN = fileURLToPath(new URL("../../../dist/bin.js", import.meta.url));

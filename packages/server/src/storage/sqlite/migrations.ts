@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
-import { migrations as allMigrations, type Migration } from "../migrations.ts";
+
+import { type Migration, migrations as allMigrations } from "../migrations.ts";
 
 /**
  * Applies pending migrations (../migrations.ts), each in its own transaction with its version

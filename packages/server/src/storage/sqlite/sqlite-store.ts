@@ -2,8 +2,10 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
+
 import type { NewPlant } from "@plantstore/schema";
-import { GroupCommit, type CommittedBatch } from "../group-commit.ts";
+
+import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
 import type {
@@ -14,11 +16,11 @@ import type {
   MigrationStatus,
   PlantStore,
 } from "../plant-store.ts";
+import { storeError } from "../store-errors.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
+import type { WriteHealth } from "../write-health.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
-import { storeError } from "../store-errors.ts";
-import type { WriteHealth } from "../write-health.ts";
 import { asSqliteStoreError } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,

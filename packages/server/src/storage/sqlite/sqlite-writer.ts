@@ -1,5 +1,6 @@
-import { parentPort, workerData } from "node:worker_threads";
 import { DatabaseSync } from "node:sqlite";
+import { parentPort, workerData } from "node:worker_threads";
+
 import { createBatchCommitter } from "./batch-committer.ts";
 import type { BatchRequest, CloseRequest, WriterInit } from "./writer-protocol.ts";
 

@@ -1,7 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { TokenNameTakenError, type NewTokenRecord, type TokenRecord, type TokenStore } from "../token-store.ts";
+
+import { type NewTokenRecord, TokenNameTakenError, type TokenRecord, type TokenStore } from "../token-store.ts";
 import { migrateSqlite } from "./migrations.ts";
 
 type TokenRow = {

@@ -1,8 +1,9 @@
 import { DatabaseSync } from "node:sqlite";
+
 import {
-  newSubscriberId,
   type AttemptRow,
   type DeliveryRow,
+  newSubscriberId,
   type ReplayOutcome,
   type Subscriber,
   type WebhookAdmin,
@@ -10,10 +11,10 @@ import {
 import {
   attemptFromRow,
   deliveryFromRow,
-  subscriberFromRow,
   type StoredAttempt,
   type StoredDelivery,
   type StoredSubscriber,
+  subscriberFromRow,
 } from "../webhook-rows.ts";
 
 /** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */

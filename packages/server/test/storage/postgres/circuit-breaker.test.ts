@@ -1,8 +1,9 @@
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { rawRequest } from "../../support/harness.ts";
-import { startCreationLoad, startServerProcess, type ServerProcess } from "../../support/processes.ts";
+
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
+import { rawRequest } from "../../support/harness.ts";
+import { type ServerProcess, startCreationLoad, startServerProcess } from "../../support/processes.ts";
 
 const TOKEN = "breaker-token-0123456789abcdefghijklmn";
 // Small timeouts so the circuit trips in about a second (with the defaults, 5 s: the connect

@@ -1,5 +1,6 @@
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
+
 import { startServer } from "../../../src/index.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN } from "../../support/harness.ts";

@@ -1,17 +1,19 @@
 import { Agent } from "node:http";
-import { Webhook } from "standardwebhooks";
+
 import { eventually } from "@plantstore/test-support/eventually";
+import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../../support/test-database.ts";
-import { startReceiver } from "../../support/webhook-receiver.ts";
+
 import {
+  type Answer,
   idOf,
   postPlant,
   runBin,
-  startServerProcess,
-  type Answer,
   type ServerProcess,
+  startServerProcess,
 } from "../../support/processes.ts";
+import { createTestDatabase } from "../../support/test-database.ts";
+import { startReceiver } from "../../support/webhook-receiver.ts";
 
 const TOKEN = "multi-instance-token-0123456789abcdef";
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;

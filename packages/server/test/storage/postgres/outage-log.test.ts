@@ -1,8 +1,9 @@
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { rawRequest } from "../../support/harness.ts";
+
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
-import { startCreationLoad, startServerProcess, type CreationLoad } from "../../support/processes.ts";
+import { rawRequest } from "../../support/harness.ts";
+import { type CreationLoad, startCreationLoad, startServerProcess } from "../../support/processes.ts";
 
 const TOKEN = "outage-log-token-0123456789abcdefghijk";
 // How many failed requests the outage lasts for: enough that a line per request would be obvious.

@@ -1,16 +1,18 @@
 import { Agent } from "node:http";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
+
+import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
 import { expectErrorShape, rawRequest } from "../../support/harness.ts";
-import { createTestDatabase, withAdminClient, type TestDatabase } from "../../support/test-database.ts";
 import {
+  type Answer,
   postPlant,
+  type ServerProcess,
   startCreationLoad,
   startServerProcess,
-  type Answer,
-  type ServerProcess,
 } from "../../support/processes.ts";
-import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
+import { createTestDatabase, type TestDatabase, withAdminClient } from "../../support/test-database.ts";
 
 const TOKEN = "outage-token-0123456789abcdefghijklmn";
 // Short on purpose, so the test can check the documented bound: no request waits longer than the

@@ -1,7 +1,8 @@
 import type { Pool } from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+
 import { PostgresBreaker } from "../../../src/resilience/postgres-breaker.ts";
-import { createPostgresPool, query, type PostgresSettings } from "../../../src/storage/postgres/pool.ts";
+import { createPostgresPool, type PostgresSettings, query } from "../../../src/storage/postgres/pool.ts";
 import { StoreError, StoreUnavailableError } from "../../../src/storage/store-errors.ts";
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
 

@@ -1,10 +1,12 @@
 import { createServer } from "node:net";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, postgresClient, type TestDatabase } from "../../support/test-database.ts";
+
 import { migrations } from "../../../src/storage/migrations.ts";
-import { StoreUnavailableError } from "../../../src/storage/store-errors.ts";
 import { migratePostgres } from "../../../src/storage/postgres/migrations.ts";
 import { PostgresStore, type PostgresStoreOptions } from "../../../src/storage/postgres/postgres-store.ts";
+import { StoreUnavailableError } from "../../../src/storage/store-errors.ts";
+import { createTestDatabase, postgresClient, type TestDatabase } from "../../support/test-database.ts";
 
 /** What PostgreSQL alone does; the behaviour both backends share is in ../store-contract.test.ts. */
 let database: TestDatabase;

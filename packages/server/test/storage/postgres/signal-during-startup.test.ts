@@ -1,9 +1,11 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { BIN } from "../../support/processes.ts";
+
 import { databaseBehindProxy } from "../../support/database-behind-proxy.ts";
+import { BIN } from "../../support/processes.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

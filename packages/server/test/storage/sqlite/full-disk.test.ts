@@ -3,11 +3,13 @@ import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
-import { startServer, type Config } from "../../../src/index.ts";
+
+import { type Config, startServer } from "../../../src/index.ts";
 import { createLogger } from "../../../src/logger.ts";
-import { expectErrorShape, logLines, rawRequest, testConfig, TOKEN, type TestResponse } from "../../support/harness.ts";
+import { expectErrorShape, logLines, rawRequest, testConfig, type TestResponse, TOKEN } from "../../support/harness.ts";
 
 /**
  * SQLite's storage failing under a running server: a full disk (a small tmpfs, filled) and a

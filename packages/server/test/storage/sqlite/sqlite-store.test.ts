@@ -1,7 +1,9 @@
 import { DatabaseSync } from "node:sqlite";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../support/test-database.ts";
+
 import { SqliteStore } from "../../../src/storage/sqlite/sqlite-store.ts";
+import { createTestDatabase, type TestDatabase } from "../../support/test-database.ts";
 
 /** What SQLite alone does; the behaviour both backends share is in ../store-contract.test.ts. */
 let database: TestDatabase;

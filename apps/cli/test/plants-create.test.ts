@@ -4,7 +4,7 @@ import type { RunningServer } from "@plantstore/server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { runCli, startCheckedServer } from "./run-cli.ts";
+import { closedUrl, runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;
 let auth: string[];
@@ -115,8 +115,7 @@ describe("plantstore plants create, when the service refuses", () => {
   });
 
   it("exits 1 when nothing answers", async () => {
-    const gone = await startCheckedServer();
-    await gone.close();
+    const gone = { url: await closedUrl() };
     const result = await runCli([
       "plants",
       "create",

@@ -1,9 +1,9 @@
-import { INT64_MAX, INT64_MIN, type NewPlant,stringifyJsonLossless } from "@plantstore/schema";
+import { INT64_MAX, INT64_MIN, type NewPlant, stringifyJsonLossless } from "@plantstore/schema";
 import type { RunningServer } from "@plantstore/server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { runCli, startCheckedServer } from "./run-cli.ts";
+import { closedUrl, runCli, startCheckedServer } from "./run-cli.ts";
 
 let server: RunningServer;
 let auth: string[];
@@ -167,8 +167,7 @@ describe("plantstore plants list, when the service refuses", () => {
   });
 
   it("exits 1 when nothing answers", async () => {
-    const gone = await startCheckedServer();
-    await gone.close();
+    const gone = { url: await closedUrl() };
     const result = await runCli(["plants", "list", "--all", "--url", gone.url, "--token", TOKEN]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^plantstore: no response from /);
@@ -216,8 +215,9 @@ describe("plantstore plants delete", () => {
     });
   });
 
-  // The ids near ±2^63 are taken by the listing tests above: these use a store of their own.
-  it("prints JSON with exact ids with --json", async () => {
+  // The ids near ±2^63 are taken by the listing tests above: these use a store of their own, so
+  // they run side by side (each mostly waits for its server to start and its CLI processes).
+  it.concurrent("prints JSON with exact ids with --json", async ({ expect }) => {
     await using fresh = await startCheckedServer();
     await seed([{ id: INT64_MAX, name: "Top" }], fresh);
     await expect(
@@ -229,11 +229,11 @@ describe("plantstore plants delete", () => {
     });
   });
 
-  it.each([
+  it.concurrent.for([
     ["-2^63", INT64_MIN, INT64_MIN + 1n],
     ["2^63 - 1", INT64_MAX, INT64_MAX - 1n],
     ["2^53 + 1", 2n ** 53n + 1n, 2n ** 53n],
-  ])("deletes id %s exactly, not its neighbour", async (_label, id, neighbour) => {
+  ] as const)("deletes id %s exactly, not its neighbour", async ([, id, neighbour], { expect }) => {
     await using fresh = await startCheckedServer();
     const freshAuth = ["--url", fresh.url, "--token", TOKEN];
     await seed(

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 
 import type { Config, RunningServer } from "@plantstore/server";
 import * as plantStoreServer from "@plantstore/server";
-import { type RealServer,startRealServer } from "@plantstore/test-support/real-server";
+import { type RealServer, startRealServer } from "@plantstore/test-support/real-server";
 import { checkAnswer, fetchContracts } from "@plantstore/test-support/response-contract";
 
 /** The built CLI, as users run it; turbo builds it before `test`. */
@@ -97,4 +97,16 @@ export async function behindContractProxy<Server extends { url: string; close():
  */
 export async function startCheckedServer(config: Partial<Config> = {}): Promise<RealServer<RunningServer>> {
   return behindContractProxy(await startRealServer(plantStoreServer, { config }));
+}
+
+/**
+ * A URL where nothing answers: a port that was just listened on and closed, so a connection is
+ * refused at once (starting a server only to close it cost a second per test).
+ */
+export async function closedUrl(): Promise<string> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
 }

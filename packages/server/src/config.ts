@@ -283,7 +283,7 @@ export const SETTINGS = {
     env: "PLANTSTORE_WEBHOOK_TIMEOUT_MS",
     type: int(100, 120_000),
     default: "10000",
-    help: "Time one delivery attempt may take.",
+    help: "Time one delivery attempt may take. A claimed delivery is leased for 4× this (at most 2× plus 5 s): after a crash, others send it again once the lease ends.",
   }),
   webhookRetryBaseMs: setting({
     env: "PLANTSTORE_WEBHOOK_RETRY_BASE_MS",

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type BrowserContext,chromium } from "playwright-core";
+import { type BrowserContext, chromium } from "playwright-core";
 
 /**
  * Debian's chromium, driven by playwright-core (which downloads no browser of its own).
@@ -19,7 +19,7 @@ const CHROMIUM_ARGS = [
   "--no-first-run",
 ];
 
-export type Chromium = { context: BrowserContext; close(): Promise<void>; [Symbol.asyncDispose](): Promise<void> };
+export type Chromium = { context: BrowserContext; close: () => Promise<void>; [Symbol.asyncDispose](): Promise<void> };
 
 /** Headless chromium with a fresh profile in a temporary folder, removed on close. */
 export async function launchChromium(

@@ -1,10 +1,14 @@
 import type { Socket } from "node:net";
 
+import { type Clock, systemClock } from "../clock.ts";
+
 export type WriteStallOptions = {
   /** A connection with answer bytes its peer has not taken for this long is destroyed. */
   stallMs: number;
   /** How often connections are looked at; a stalled one is cut up to this much early, never late. */
   checkEveryMs: number;
+  /** Times the checks and the stalls (default: the wall clock); a test moves its own. */
+  clock?: Clock;
 };
 
 type Progress = { since: number; completed: number; queued: number };
@@ -26,9 +30,10 @@ type WatchedSocket = Socket & { [kProgress]?: Progress };
  * whose answers are backed up, so a stalled reader cannot keep itself alive by writing.
  */
 export function watchWriteStalls(sockets: Iterable<Socket>, options: WriteStallOptions): { stop(): void } {
-  let previousCheck = Date.now();
-  const timer = setInterval(() => {
-    const checked = Date.now();
+  const clock = options.clock ?? systemClock;
+  let previousCheck = clock.now();
+  const check = () => {
+    const checked = clock.now();
     for (const socket of sockets as Iterable<WatchedSocket>) {
       if (socket.destroyed) continue;
       const queued = writeQueueSize(socket);
@@ -46,9 +51,10 @@ export function watchWriteStalls(sockets: Iterable<Socket>, options: WriteStallO
       }
     }
     previousCheck = checked;
-  }, options.checkEveryMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+    cancel = clock.setTimer(check, options.checkEveryMs);
+  };
+  let cancel = clock.setTimer(check, options.checkEveryMs);
+  return { stop: () => cancel() };
 }
 
 function writeQueueSize(socket: Socket): number {

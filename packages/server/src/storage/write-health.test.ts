@@ -1,13 +1,30 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
 
+import type { Clock } from "../clock.ts";
 import { StoreError, StoreUnavailableError } from "./store-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 
 /** The rule alone, on a clock the test moves; what the stores report is tested through HTTP (test/storage/sqlite/). */
 function health() {
   let now = 0;
-  const writes = new WriteHealth({ stallMs: 1_000, now: () => now });
-  return { writes, advance: (ms: number) => (now += ms) };
+  let timers: Array<{ due: number; callback: () => unknown }> = [];
+  const clock: Clock = {
+    now: () => now,
+    setTimer: (callback, ms) => {
+      const timer = { due: now + ms, callback };
+      timers.push(timer);
+      return () => (timers = timers.filter((t) => t !== timer));
+    },
+  };
+  const writes = new WriteHealth({ stallMs: 1_000, clock });
+  const advance = (ms: number) => {
+    now += ms;
+    const due = timers.filter((t) => t.due <= now);
+    timers = timers.filter((t) => t.due > now);
+    for (const timer of due) timer.callback();
+  };
+  return { writes, advance };
 }
 
 describe("WriteHealth", () => {
@@ -68,5 +85,22 @@ describe("WriteHealth", () => {
     expect(probes).toBe(0);
     done();
     expect(await writes.check(async () => void probes++)).toBeUndefined();
+  });
+
+  it("waits for a probe at most the stall bound, then answers with what it knew", async () => {
+    const { writes, advance } = health();
+    writes.begin()(new StoreError("busy", "locked"));
+    let release = () => {};
+    const probe = () => new Promise<void>((resolve) => (release = resolve));
+    let answer: unknown = "none yet";
+    const checked = writes.check(probe).then((problem) => (answer = problem));
+    advance(999);
+    await Promise.resolve();
+    expect(answer).toBe("none yet");
+    advance(2);
+    await checked;
+    expect(answer).toEqual({ kind: "busy" }); // the last write's failure: the probe did not change it
+    release();
+    await eventually(async () => (await writes.check(probe)) === undefined, { what: "the probe's success" });
   });
 });

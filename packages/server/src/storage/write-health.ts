@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../clock.ts";
 import { StoreError, type StoreFailureKind } from "./store-errors.ts";
 
 /**
@@ -5,15 +6,21 @@ import { StoreError, type StoreFailureKind } from "./store-errors.ts";
  * a second means a lock, a long statement or a database that does not answer. Readiness says so
  * from then on, well before the write itself times out.
  */
-export const WRITE_STALL_MS = 1_000;
+const WRITE_STALL_MS = 1_000;
 
 /** Why writes are not healthy: the last one failed with a storage error, or one is stalled. */
 export type WriteProblem = { kind: StoreFailureKind; stalledMs?: number };
 
 export type WriteHealthOptions = {
   stallMs?: number;
-  /** Milliseconds, monotonic enough for durations; a test passes its own clock. */
-  now?: () => number;
+  /** Times stalls and the probe's bound (default: the wall clock, monotonic); a test moves its own. */
+  clock?: Clock;
+};
+
+/** Durations only, so a monotonic `now`: a wall-clock step must not make a write look stalled. */
+const monotonicClock: Clock = {
+  now: () => performance.now(),
+  setTimer: (callback, ms) => systemClock.setTimer(callback, ms),
 };
 
 /**
@@ -25,7 +32,7 @@ export type WriteHealthOptions = {
  */
 export class WriteHealth {
   readonly #stallMs: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #inFlight = new Map<number, number>();
   #nextId = 1;
   #failure: StoreFailureKind | undefined;
@@ -33,13 +40,13 @@ export class WriteHealth {
 
   constructor(options: WriteHealthOptions = {}) {
     this.#stallMs = options.stallMs ?? WRITE_STALL_MS;
-    this.#now = options.now ?? (() => performance.now());
+    this.#clock = options.clock ?? monotonicClock;
   }
 
   /** A write went to the database; call what this returns once it has an outcome (an error, or none). */
   begin(): (error?: unknown) => void {
     const id = this.#nextId++;
-    this.#inFlight.set(id, this.#now());
+    this.#inFlight.set(id, this.#clock.now());
     return (error) => {
       if (!this.#inFlight.delete(id)) return;
       if (error === undefined) this.#failure = undefined;
@@ -60,7 +67,7 @@ export class WriteHealth {
     if (this.#failure !== undefined) return { kind: this.#failure };
     let oldest = Infinity;
     for (const started of this.#inFlight.values()) oldest = Math.min(oldest, started);
-    const waited = this.#now() - oldest;
+    const waited = this.#clock.now() - oldest;
     return waited > this.#stallMs ? { kind: "busy", stalledMs: Math.round(waited) } : undefined;
   }
 
@@ -73,12 +80,12 @@ export class WriteHealth {
   async check(probe?: () => Promise<void>): Promise<WriteProblem | undefined> {
     if (probe !== undefined && this.#failure !== undefined && this.#inFlight.size === 0) {
       this.#probing ??= this.#probe(probe).finally(() => (this.#probing = undefined));
-      let timer: NodeJS.Timeout | undefined;
+      let cancel = () => {};
       await Promise.race([
         this.#probing,
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#stallMs).unref())),
+        new Promise<void>((resolve) => (cancel = this.#clock.setTimer(resolve, this.#stallMs))),
       ]);
-      clearTimeout(timer);
+      cancel();
     }
     return this.problem();
   }

@@ -5,7 +5,7 @@ import type { Clock } from "../clock.ts";
 import { createLogger } from "../logger.ts";
 import { createMetrics } from "../metrics.ts";
 import type { WebhookQueue } from "../storage/webhook-queue.ts";
-import { startDispatcher } from "./dispatcher.ts";
+import { leaseMs, startDispatcher } from "./dispatcher.ts";
 import { createOutboundPolicy } from "./outbound-guard.ts";
 
 /**
@@ -80,5 +80,14 @@ describe("the webhook dispatcher", () => {
     checks[1]!(false);
     await pass;
     await dispatcher.stop();
+  });
+});
+
+describe("the lease on a claimed delivery", () => {
+  it("is two attempt timeouts plus 5 s by default, and shrinks with short attempts", () => {
+    expect(leaseMs(10_000)).toBe(25_000); // the default PLANTSTORE_WEBHOOK_TIMEOUT_MS
+    expect(leaseMs(2_500)).toBe(10_000);
+    expect(leaseMs(500)).toBe(2_000); // test/process/crash-safety.test.ts
+    expect(leaseMs(120_000)).toBe(245_000);
   });
 });

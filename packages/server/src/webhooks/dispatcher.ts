@@ -26,6 +26,17 @@ export type DispatcherOptions = {
 };
 
 /**
+ * How long a claim holds a delivery: the attempt (bounded by `timeoutMs`) twice over, plus a
+ * margin for recording its outcome and for clocks that differ between instances. The margin is
+ * 5 s, or twice the attempt timeout when that is shorter: whoever sets short attempts (a test, a
+ * receiver on the same network) also gets a crashed instance's deliveries back soon, while the
+ * default 10 s timeout keeps its 25 s lease.
+ */
+export function leaseMs(timeoutMs: number): number {
+  return timeoutMs * 2 + Math.min(5_000, timeoutMs * 2);
+}
+
+/**
  * Delivers the outbox: claims due deliveries (a lease, so other processes skip them), sends them
  * concurrently, and records each attempt. At-least-once: a delivery is marked done only after a
  * 2xx, so a crash between sending and recording sends it again, with the same `webhook-id`.
@@ -98,7 +109,7 @@ export function startDispatcher(options: DispatcherOptions): { stop(): Promise<v
         if (!(await queue.hasDueDeliveries(now))) break;
         const claimed = await queue.claimDeliveries({
           now,
-          leaseUntil: now + timeoutMs * 2 + 5_000,
+          leaseUntil: now + leaseMs(timeoutMs),
           limit: concurrency,
         });
         if (claimed.length === 0) break;

@@ -1,10 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { expectErrorShape, startTestServer, TOKEN } from "../support/harness.ts";
+import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 
 describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
+  // One server for the tests that allow an origin: none changes what another sees (their plants
+  // have distinct ids), and a start per test was most of this file's time.
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ corsOrigins: ["https://shop.example"] });
+  });
+  afterAll(() => server?.close());
   it("answers the preflight of an allowed origin and lets it read the answers", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const preflight = await server.send({
       method: "OPTIONS",
       path: "/plants",
@@ -28,7 +34,6 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
   });
 
   it("answers a preflight for a path with no operation as the request would be answered: 404, an Error body", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const preflight = await server.send({
       method: "OPTIONS",
       path: "/nope",
@@ -38,7 +43,6 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
   });
 
   it("answers a preflight for a method the path does not answer with 405, Allow and an Error body", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const onPlants = await server.send({
       method: "OPTIONS",
       path: "/plants",
@@ -56,7 +60,6 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
   });
 
   it("still answers 204 to preflights of requests that exist, HEAD and the plain paths included", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     for (const [path, method] of [
       ["/plants/42", "DELETE"],
       ["/plants", "HEAD"],
@@ -74,7 +77,6 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
   });
 
   it("lets the page read X-Request-Id, Link, Retry-After and the RateLimit fields it is sent", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const listed = await server.send({
       method: "GET",
       path: "/plants?limit=1",
@@ -94,14 +96,13 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
   });
 
   it("gives other origins no CORS headers", async () => {
-    await using server = await startTestServer({ corsOrigins: ["https://shop.example"] });
     const created = await server.createRaw('{"id":2,"name":"a"}', { origin: "https://evil.example" });
     expect(created.headers["access-control-allow-origin"]).toBeUndefined();
   });
 
   it("is off by default: OPTIONS is a 405 like any other unknown method", async () => {
-    await using server = await startTestServer();
-    const response = await server.send({
+    await using plain = await startTestServer();
+    const response = await plain.send({
       method: "OPTIONS",
       path: "/plants",
       headers: {

@@ -39,12 +39,25 @@ function foreignRequests(record: PageRecord, origin: string): string[] {
 }
 
 let server: TestServer;
+let browser: Awaited<ReturnType<typeof openBrowser>>;
+// One server and one browser for the file: a launch of Chromium is most of a browser test's time.
+// Each browser test opens its own page and starts from an empty record (see `freshPage`).
 beforeAll(async () => {
-  server = await startTestServer();
-});
+  [server, browser] = await Promise.all([startTestServer(), openBrowser()]);
+}, 60_000);
 afterAll(async () => {
-  await server.close();
+  await Promise.all([server?.close(), browser?.close()]);
 });
+
+/** A new page, with the record of earlier tests' pages cleared; closed when the test ends. */
+async function freshPage(onTestFinished: (cleanup: () => Promise<void>) => void) {
+  browser.record.requests.length = 0;
+  browser.record.violations.length = 0;
+  browser.record.errors.length = 0;
+  const page = await browser.context.newPage();
+  onTestFinished(() => page.close());
+  return page;
+}
 
 describe("GET /docs", () => {
   it("answers the page and its assets without a token, under a CSP that forbids other origins", async () => {
@@ -80,75 +93,66 @@ describe("GET /docs", () => {
 
   it("lets a person authorize with a bearer token and send POST /plants from the page, with no request to another origin", async ({
     annotate,
+    onTestFinished,
   }) => {
-    const browser = await openBrowser();
-    try {
-      const page = await browser.context.newPage();
-      const sent: Array<{ method: string; url: string; authorization: string | undefined }> = [];
-      page.on("request", (request) => {
-        if (new URL(request.url()).pathname === "/plants") {
-          sent.push({
-            method: request.method(),
-            url: request.url(),
-            authorization: request.headers()["authorization"],
-          });
-        }
-      });
-      await page.goto(`${server.url}/docs`);
+    const page = await freshPage(onTestFinished);
+    const sent: Array<{ method: string; url: string; authorization: string | undefined }> = [];
+    page.on("request", (request) => {
+      if (new URL(request.url()).pathname === "/plants") {
+        sent.push({
+          method: request.method(),
+          url: request.url(),
+          authorization: request.headers()["authorization"],
+        });
+      }
+    });
+    await page.goto(`${server.url}/docs`);
 
-      const operation = page.locator(".opblock.opblock-post").filter({ hasText: "/plants" });
-      await operation.waitFor();
+    const operation = page.locator(".opblock.opblock-post").filter({ hasText: "/plants" });
+    await operation.waitFor();
 
-      await page.locator(".auth-wrapper button.authorize").click();
-      const dialog = page.locator(".dialog-ux .modal-ux");
-      await dialog.locator("input").first().fill(TOKEN);
-      await dialog.locator("button.authorize").click();
-      await dialog.locator("button.btn-done").click();
+    await page.locator(".auth-wrapper button.authorize").click();
+    const dialog = page.locator(".dialog-ux .modal-ux");
+    await dialog.locator("input").first().fill(TOKEN);
+    await dialog.locator("button.authorize").click();
+    await dialog.locator("button.btn-done").click();
 
-      await operation.locator(".opblock-summary").click();
-      const body = operation.locator("textarea.body-param__text");
-      await body.fill('{"id": 4242, "name": "Fern", "tag": "fern"}');
-      await operation.locator("button.execute").click();
+    await operation.locator(".opblock-summary").click();
+    const body = operation.locator("textarea.body-param__text");
+    await body.fill('{"id": 4242, "name": "Fern", "tag": "fern"}');
+    await operation.locator("button.execute").click();
 
-      const live = operation.locator(".live-responses-table .response");
-      await expect
-        .poll(() => live.locator(".response-col_status").first().textContent(), { timeout: 20_000 })
-        .toContain("200");
-      expect(await live.locator(".response-col_description").first().textContent()).toContain("Fern");
+    const live = operation.locator(".live-responses-table .response");
+    await expect
+      .poll(() => live.locator(".response-col_status").first().textContent(), { timeout: 20_000 })
+      .toContain("200");
+    expect(await live.locator(".response-col_description").first().textContent()).toContain("Fern");
 
-      mkdirSync(ARTIFACTS, { recursive: true });
-      const screenshot = join(ARTIFACTS, "docs-page.png");
-      await page.screenshot({ path: screenshot, fullPage: true });
-      process.stdout.write(`screenshot of /docs after POST /plants: ${screenshot}\n`);
-      // A note only: an attachment would make vitest copy the picture into the package folder.
-      await annotate(`screenshot: ${screenshot}`);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const screenshot = join(ARTIFACTS, "docs-page.png");
+    await page.screenshot({ path: screenshot, fullPage: true });
+    process.stdout.write(`screenshot of /docs after POST /plants: ${screenshot}\n`);
+    // A note only: an attachment would make vitest copy the picture into the package folder.
+    await annotate(`screenshot: ${screenshot}`);
 
-      expect(sent).toEqual([{ method: "POST", url: `${server.url}/plants`, authorization: `Bearer ${TOKEN}` }]);
-      const stored = await server.send({
-        method: "GET",
-        path: "/plants",
-        headers: { authorization: `Bearer ${TOKEN}` },
-      });
-      expect(stored.json).toEqual([{ id: 4242, name: "Fern", tag: "fern" }]);
+    expect(sent).toEqual([{ method: "POST", url: `${server.url}/plants`, authorization: `Bearer ${TOKEN}` }]);
+    const stored = await server.send({
+      method: "GET",
+      path: "/plants",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(stored.json).toEqual([{ id: 4242, name: "Fern", tag: "fern" }]);
 
-      expect(browser.record.requests.length).toBeGreaterThan(3);
-      expect(foreignRequests(browser.record, server.url)).toEqual([]);
-      expect(browser.record.violations).toEqual([]);
-      expect(browser.record.errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
+    expect(browser.record.requests.length).toBeGreaterThan(3);
+    expect(foreignRequests(browser.record, server.url)).toEqual([]);
+    expect(browser.record.violations).toEqual([]);
+    expect(browser.record.errors).toEqual([]);
   }, 120_000);
 
-  it("would notice a request to another origin (the check can fail)", async () => {
-    const browser = await openBrowser();
-    try {
-      const page = await browser.context.newPage();
-      // A loopback address that is another origin; nothing listens on port 9, so it costs nothing.
-      await page.setContent('<img src="http://127.0.0.2:9/pixel.png">');
-      await expect.poll(() => foreignRequests(browser.record, server.url)).toEqual(["http://127.0.0.2:9/pixel.png"]);
-    } finally {
-      await browser.close();
-    }
+  it("would notice a request to another origin (the check can fail)", async ({ onTestFinished }) => {
+    const page = await freshPage(onTestFinished);
+    // A loopback address that is another origin; nothing listens on port 9, so it costs nothing.
+    await page.setContent('<img src="http://127.0.0.2:9/pixel.png">');
+    await expect.poll(() => foreignRequests(browser.record, server.url)).toEqual(["http://127.0.0.2:9/pixel.png"]);
   }, 60_000);
 });

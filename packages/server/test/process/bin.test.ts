@@ -1,15 +1,18 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 
 import { rawRequest } from "../support/harness.ts";
 import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 
 const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
 
-describe("plantstore-server serve (the built bin, as a process)", () => {
-  it(`serves POST /plants on ${TEST_BACKEND}, logs JSON without the token, and exits 0 on SIGTERM`, async () => {
+// Side by side: each test only waits on its own process.
+describe.concurrent("plantstore-server serve (the built bin, as a process)", () => {
+  it(`serves POST /plants on ${TEST_BACKEND}, logs JSON without the token, and exits 0 on SIGTERM`, async ({
+    expect,
+  }) => {
     const database = await createTestDatabase();
     const token = "bin-test-secret-token";
     const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
@@ -43,7 +46,7 @@ describe("plantstore-server serve (the built bin, as a process)", () => {
       const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
       child.kill("SIGTERM");
       expect(await exit).toBe(0);
-      for (const line of output.trim().split("\n")) expect(() => JSON.parse(line)).not.toThrow();
+      for (const line of output.trim().split("\n")) expect(() => JSON.parse(line) as unknown).not.toThrow();
       expect(output).not.toContain(token);
     } finally {
       child.kill("SIGKILL");
@@ -51,7 +54,7 @@ describe("plantstore-server serve (the built bin, as a process)", () => {
     }
   });
 
-  it("exits 2 on bad usage", async () => {
+  it("exits 2 on bad usage", async ({ expect }) => {
     const child = spawn(process.execPath, [BIN, "serve", "--no-such-flag"], { stdio: ["ignore", "pipe", "pipe"] });
     const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
     expect(code).toBe(2);

@@ -39,7 +39,7 @@ type StoredState = {
   events: Array<{ payload: string; statuses: string[] }>;
 };
 
-type Backend = { name: string; databaseUrl: string; inspect(): Promise<StoredState>; cleanup(): Promise<void> };
+type Backend = { name: string; databaseUrl: string; inspect(): Promise<StoredState>; cleanup: () => Promise<void> };
 
 function sqliteBackend(): Backend {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-crash-"));
@@ -170,8 +170,8 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
     PLANTSTORE_TOKENS: TOKEN,
     PLANTSTORE_LOG_LEVEL: "warn",
     PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
-    // Small pools: the machine's PostgreSQL is shared. Short attempts and retries, so deliveries
-    // a kill left leased are due again within seconds.
+    // Small pools: the machine's PostgreSQL is shared. Short attempts (so short leases) and
+    // retries, so deliveries a kill left leased are due again within about 2 s.
     PLANTSTORE_PG_POOL_SIZE: "8",
     PLANTSTORE_WEBHOOK_TIMEOUT_MS: "500",
     PLANTSTORE_WEBHOOK_RETRY_BASE_MS: "50",
@@ -235,8 +235,8 @@ async function crashRepeatedly(backend: Backend): Promise<void> {
   const last = await spawnServe(env);
   expect((await rawRequest(last.url, { method: "GET", path: "/readyz" })).status, context).toBe(200);
   const listed = await listAll(last.url);
-  // Deliveries a kill interrupted were leased; once the lease runs out they are sent again.
-  // The lease is the attempt timeout twice plus 5 s (webhooks/dispatcher.ts): this wait is mostly that.
+  // Deliveries a kill interrupted were leased; once the lease runs out they are sent again. With
+  // 500 ms attempts the lease is 2 s (leaseMs in webhooks/dispatcher.ts): this wait is mostly that.
   let depth = "";
   await eventually(
     async () => {

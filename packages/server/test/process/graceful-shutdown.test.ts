@@ -1,33 +1,30 @@
-import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
 import { eventually } from "@plantstore/test-support/eventually";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 
 import { rawRequest } from "../support/harness.ts";
 import { type Outcome, randomPlant, runLoad, type SentPlant } from "../support/load.ts";
+import { runBin } from "../support/processes.ts";
 import { openRaw, postHead, type RawClient } from "../support/raw-socket.ts";
-import { BIN, freePort, type SpawnedServer, spawnServe } from "../support/spawned-server.ts";
+import { freePort, type SpawnedServer, spawnServe } from "../support/spawned-server.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
 
 const TOKEN = "shutdown-test-token-0123456789abcdefgh";
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+type OnFinished = (cleanup: () => Promise<void> | void) => void;
 
-async function tempDatabase(): Promise<TestDatabase> {
+async function tempDatabase(onFinished: OnFinished): Promise<TestDatabase> {
   const database = await createTestDatabase();
-  cleanups.push(() => database.dispose());
+  onFinished(() => database.dispose());
   return database;
 }
 
-function track(server: SpawnedServer): SpawnedServer {
-  cleanups.push(() => {
+function track(server: SpawnedServer, onFinished: OnFinished): SpawnedServer {
+  onFinished(() => {
     server.child.kill("SIGKILL");
   });
   return server;
@@ -110,9 +107,13 @@ async function connectionHeld(server: SpawnedServer): Promise<void> {
   );
 }
 
-describe("graceful shutdown of plantstore-server serve", () => {
-  it("on SIGTERM under load: finishes in-flight requests, closes keep-alive connections cleanly, stores every 200, records webhook attempts, exits 0", async () => {
-    const db = await tempDatabase();
+// The tests run side by side: each has its own database, ports and processes, and most of their
+// time is spent waiting on those processes (start-up, the drain, the shutdown deadline).
+describe.concurrent("graceful shutdown of plantstore-server serve", () => {
+  it("on SIGTERM under load: finishes in-flight requests, closes keep-alive connections cleanly, stores every 200, records webhook attempts, exits 0", async ({
+    onTestFinished,
+  }) => {
+    const db = await tempDatabase(onTestFinished);
     // A receiver that takes a while, so SIGTERM finds webhook attempts under way.
     const delivered: string[] = [];
     const receiver = createServer((req, res) => {
@@ -128,7 +129,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
     });
     receiver.listen(0, "127.0.0.1");
     await once(receiver, "listening");
-    cleanups.push(() => new Promise<void>((r) => receiver.close(() => r())));
+    onTestFinished(() => new Promise<void>((r) => receiver.close(() => r())));
     const env = {
       DATABASE_URL: db.url,
       PLANTSTORE_TOKENS: TOKEN,
@@ -136,13 +137,11 @@ describe("graceful shutdown of plantstore-server serve", () => {
       PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
     };
     const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const added = spawnSync(process.execPath, [BIN, "webhooks", "add", hook, "--secret", SECRET], {
-      env: { ...process.env, ...env },
-      encoding: "utf8",
-    });
-    expect(added.status, added.stderr).toBe(0);
+    // Not spawnSync: the other tests of this file run meanwhile.
+    const added = await runBin(["webhooks", "add", hook, "--secret", SECRET], env);
+    expect(added.code, added.out).toBe(0);
 
-    const server = track(await spawnServe(env));
+    const server = track(await spawnServe(env), onTestFinished);
     const port = Number(new URL(server.url).port);
     const keepAlive = async (): Promise<RawClient> => {
       const client = await openRaw(port);
@@ -217,8 +216,10 @@ describe("graceful shutdown of plantstore-server serve", () => {
     for (const payload of delivered) expect(statusOf.get(payload), payload).toBe("delivered");
   }, 90_000);
 
-  it("with PLANTSTORE_WORKERS=2: the primary passes SIGTERM on, every worker drains, exit 0", async () => {
-    const db = await tempDatabase();
+  it("with PLANTSTORE_WORKERS=2: the primary passes SIGTERM on, every worker drains, exit 0", async ({
+    onTestFinished,
+  }) => {
+    const db = await tempDatabase(onTestFinished);
     const port = await freePort();
     const env = {
       DATABASE_URL: db.url,
@@ -227,7 +228,7 @@ describe("graceful shutdown of plantstore-server serve", () => {
       // Info: each worker's "shutting down" line says it took the signal.
       PLANTSTORE_LOG_LEVEL: "info",
     };
-    const server = track(await spawnServe(env, { port }));
+    const server = track(await spawnServe(env, { port }), onTestFinished);
     const halfSent = await Promise.all(
       Array.from({ length: 4 }, async () => {
         const plant = randomPlant();
@@ -258,10 +259,12 @@ describe("graceful shutdown of plantstore-server serve", () => {
     }
   }, 90_000);
 
-  it("exits 1 when a request is still unfinished at PLANTSTORE_SHUTDOWN_TIMEOUT_MS, instead of hanging", async () => {
-    const db = await tempDatabase();
+  it("exits 1 when a request is still unfinished at PLANTSTORE_SHUTDOWN_TIMEOUT_MS, instead of hanging", async ({
+    onTestFinished,
+  }) => {
+    const db = await tempDatabase(onTestFinished);
     const env = { DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN, PLANTSTORE_SHUTDOWN_TIMEOUT_MS: "1500" };
-    const server = track(await spawnServe(env));
+    const server = track(await spawnServe(env), onTestFinished);
     const stuck = await openRaw(Number(new URL(server.url).port));
     stuck.write(postHead(TOKEN, 100) + '{"id":1,');
     await connectionHeld(server);
@@ -276,9 +279,9 @@ describe("graceful shutdown of plantstore-server serve", () => {
     expect(server.output()).toMatch(/shutdown deadline passed|shutdown failed/);
   }, 60_000);
 
-  it("stops the same way on SIGINT", async () => {
-    const db = await tempDatabase();
-    const server = track(await spawnServe({ DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN }));
+  it("stops the same way on SIGINT", async ({ onTestFinished }) => {
+    const db = await tempDatabase(onTestFinished);
+    const server = track(await spawnServe({ DATABASE_URL: db.url, PLANTSTORE_TOKENS: TOKEN }), onTestFinished);
     const plant = randomPlant();
     const client = await openRaw(Number(new URL(server.url).port));
     client.write(postHead(TOKEN, Buffer.byteLength(plant.body)) + plant.body.slice(0, 3));

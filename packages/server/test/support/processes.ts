@@ -121,7 +121,7 @@ export function postPlant(
               body: text,
             });
           } catch (error) {
-            reject(error);
+            reject(error instanceof Error ? error : new Error(String(error)));
             return;
           }
           const retryAfter = res.headers["retry-after"];

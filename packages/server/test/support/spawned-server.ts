@@ -2,6 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
+import { eventually } from "@plantstore/test-support/eventually";
+
 import { rawRequest } from "./harness.ts";
 
 /** The built bin (tests that need a real process run `pnpm build` first: turbo's test task does). */
@@ -44,24 +46,22 @@ export async function spawnServe(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
-  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   let url = port === 0 ? undefined : `http://127.0.0.1:${port}`;
   let gone = false;
   void exited.then(() => (gone = true));
-  for (;;) {
-    if (gone) throw new Error(`the server exited before it answered:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`the server did not answer in time:\n${output}`);
-    }
-    url ??= /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-    if (url !== undefined) {
-      const healthy = await rawRequest(url, { method: "GET", path: "/healthz", headers: { connection: "close" } }).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (healthy) return { child, url, output: () => output, exited };
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const answered = await eventually(
+    async () => {
+      if (gone) return "exited";
+      url ??= /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+      if (url === undefined) return false;
+      const r = await rawRequest(url, { method: "GET", path: "/healthz", headers: { connection: "close" } });
+      return r.status === 200 && "answered";
+    },
+    { what: () => `the server to answer GET /healthz:\n${output}`, timeoutMs: options.timeoutMs ?? 20_000 },
+  ).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
+  if (answered === "exited" || url === undefined) throw new Error(`the server exited before it answered:\n${output}`);
+  return { child, url, output: () => output, exited };
 }

@@ -8,7 +8,7 @@ import { type NewOpaqueToken, newOpaqueToken } from "../../src/auth/opaque-token
 import { openTokenStore } from "../../src/storage/open-store.ts";
 import type { TokenRecord } from "../../src/storage/token-store.ts";
 
-export const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
+const BIN = fileURLToPath(new URL("../../dist/bin.js", import.meta.url));
 
 /** The DATABASE_URL a test server runs on (SQLite or PostgreSQL, whichever backend this pass tests). */
 export function databaseUrlOf(server: { database: { url: string } }): string {

@@ -36,8 +36,13 @@ case "${1:-}" in
     trap toolchain_hint EXIT
     # shellcheck source=scripts/chromium.sh
     source scripts/chromium.sh
+    started=$SECONDS
     install
+    echo "run.sh: install took $((SECONDS - started)) s"
+    started=$SECONDS
     pnpm turbo run build lint typecheck
+    # Unused files, exports and dependencies (knip.jsonc says what is an entry and why).
+    pnpm run knip
     # The formatter's check over the whole tree, root files included (tooling/prettier).
     pnpm run format:check
     # A second build must replay every task from turbo's cache: a miss here means a task's inputs
@@ -49,6 +54,7 @@ case "${1:-}" in
       exit 1
     fi
     pnpm turbo run test --concurrency=1
+    echo "run.sh: build, checks and tests took $((SECONDS - started)) s after the install"
     ;;
   *)
     echo "usage: bash scripts/run.sh dev|test" >&2

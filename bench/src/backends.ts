@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Client } from "pg";
 
 import { prefillSqlite } from "./prefill-sqlite.ts";
-import { type IdMode,PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
+import { type IdMode, PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 
 /** What our server needs to reach a fresh, empty store, and how to throw it away afterwards. */
 export type Backend = {

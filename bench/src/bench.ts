@@ -7,12 +7,12 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { authSetup } from "./auth-target.ts";
-import { type Backend,openBackend } from "./backends.ts";
-import { type CpuPlan,loadAverage, pinSelf, planCpus } from "./cpu.ts";
+import { type Backend, openBackend } from "./backends.ts";
+import { type CpuPlan, loadAverage, pinSelf, planCpus } from "./cpu.ts";
 import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
 import { measuredRun } from "./measure.ts";
 import { type BenchOptions, parseOptions, USAGE, UsageError, type Variant } from "./options.ts";
-import { formatProfile, type ProfileSummary,summarizeProfile } from "./profile-summary.ts";
+import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts";
 import { findFailures, formatTargets, ratios, type RoundResult, summarize, type TargetReport } from "./report.ts";
 import { ID_STRIDE, type RequestSpec } from "./scenarios.ts";
 import { runSoak } from "./soak.ts";

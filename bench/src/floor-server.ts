@@ -1,4 +1,4 @@
-import { type FloorPlant,serveFloor } from "./floor-app.ts";
+import { type FloorPlant, serveFloor } from "./floor-app.ts";
 
 /**
  * The floor (floor-app.ts) keeping plants in a Map: the design card's stack alone. Run it beside

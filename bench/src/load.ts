@@ -1,8 +1,8 @@
-import { type ChildProcess,spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 
-import { type CpuPlan,pinnedCommand } from "./cpu.ts";
+import { type CpuPlan, pinnedCommand } from "./cpu.ts";
 import type { HistogramData, LatencySummary } from "./histogram.ts";
 import type { RequestSpec } from "./scenarios.ts";
 

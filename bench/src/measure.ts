@@ -1,5 +1,5 @@
 import { machineBusySeconds, threadCpuSeconds, treeCpuSeconds } from "./cpu.ts";
-import type { IntervalReport,LoadGenerator, LoadJob, LoadResult } from "./load.ts";
+import type { IntervalReport, LoadGenerator, LoadJob, LoadResult } from "./load.ts";
 import type { RoundResult } from "./report.ts";
 import { sampleRss, type Target } from "./target.ts";
 

@@ -1,9 +1,9 @@
-import { type ChildProcess,spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { type AddressInfo,createServer } from "node:net";
+import { type AddressInfo, createServer } from "node:net";
 
-import { type CpuPlan,pinnedCommand, processTree } from "./cpu.ts";
+import { type CpuPlan, pinnedCommand, processTree } from "./cpu.ts";
 
 /** A server under test, running as a child process we can measure and stop. */
 export type Target = {

@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 
 import { createClient as generateHeyApiClient } from "@hey-api/openapi-ts";
 import * as plantStoreServer from "@plantstore/server";
-import { type RealServer,startRealServer } from "@plantstore/test-support/real-server";
+import { type RealServer, startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN } from "@plantstore/test-support/test-config";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";

@@ -199,7 +199,7 @@ describe("pnpm pack of every public package", () => {
   it("imports only Node built-ins, its own files and its declared dependencies (code and types)", () => {
     const builtins = new Set(builtinModules);
     for (const pkg of packed) {
-      const dependencies = new Set(Object.keys((pkg.manifest["dependencies"] ?? {})));
+      const dependencies = new Set(Object.keys(pkg.manifest["dependencies"] ?? {}));
       // Swagger UI's browser bundle is served to browsers, never imported by Node.
       const modules = pkg.files.filter((f) => /\.(js|d\.ts)$/.test(f) && !f.startsWith("dist/docs-assets/"));
       expect(modules.length, pkg.name).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { type ErrorCodeName,errorCodeName } from "@plantstore/schema";
+import { type ErrorCodeName, errorCodeName } from "@plantstore/schema";
 
 /**
  * The service answered with a catalogued `Error` body. `status` is the HTTP status and `code` the

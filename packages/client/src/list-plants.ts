@@ -1,4 +1,4 @@
-import { ListPlantsQuery, type NewPlant,parseJsonLossless, PlantList } from "@plantstore/schema";
+import { ListPlantsQuery, type NewPlant, parseJsonLossless, PlantList } from "@plantstore/schema";
 
 import { readJson200 } from "./error-response.ts";
 import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";

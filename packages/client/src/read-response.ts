@@ -1,4 +1,4 @@
-import { ErrorBody, parseJsonLossless,Plant } from "@plantstore/schema";
+import { ErrorBody, parseJsonLossless, Plant } from "@plantstore/schema";
 
 import { PlantStoreProtocolError, toPlantStoreError } from "./errors.ts";
 

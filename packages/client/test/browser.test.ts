@@ -1,13 +1,13 @@
 import type { RunningServer } from "@plantstore/server";
 import * as plantStoreServer from "@plantstore/server";
-import { type Chromium,launchChromium } from "@plantstore/test-support/chromium";
+import { type Chromium, launchChromium } from "@plantstore/test-support/chromium";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type * as ClientModule from "../src/index.ts";
-import { type ModuleServer,startModuleServer } from "./module-server.ts";
+import { type ModuleServer, startModuleServer } from "./module-server.ts";
 
 /**
  * The README's promise that the client "runs in current browsers", checked in one: the client's

@@ -1,5 +1,5 @@
 import { checkedFetch, takeViolations } from "@plantstore/test-support/checked-fetch";
-import { type StandInServer,startStandInServer } from "@plantstore/test-support/stand-in-server";
+import { type StandInServer, startStandInServer } from "@plantstore/test-support/stand-in-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

@@ -205,7 +205,8 @@ describe("deletePlant against the real server", () => {
     const garbling = createPlantStoreClient({
       baseUrl: server.url,
       token: TOKEN,
-      fetch: (input, init) => checkedFetch((input instanceof Request ? input.url : input.toString()).replace(/\/7$/, "/7.5"), init),
+      fetch: (input, init) =>
+        checkedFetch((input instanceof Request ? input.url : input.toString()).replace(/\/7$/, "/7.5"), init),
     });
     const refused = garbling.deletePlant(7n);
     await expect(refused).rejects.toBeInstanceOf(PlantStoreError);

@@ -1,7 +1,7 @@
-import { type AppRouter,appRouter, buildOpenApiDocument } from "@plantstore/server";
+import { type AppRouter, appRouter, buildOpenApiDocument } from "@plantstore/server";
 import { describe, expect, it } from "vitest";
 
-import { createPlantStoreClient, type PlantStoreClient,PlantStoreError } from "../src/index.ts";
+import { createPlantStoreClient, type PlantStoreClient, PlantStoreError } from "../src/index.ts";
 
 /**
  * Every procedure of the server's router, by its path (`plants.create`), from the router's type

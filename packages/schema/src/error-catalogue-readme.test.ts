@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 
 import { describe, expect, it } from "vitest";
 
-import { type ErrorCodeName,ErrorCodes } from "./error-codes.ts";
+import { type ErrorCodeName, ErrorCodes } from "./error-codes.ts";
 
 /**
  * The README's error catalogue is what users of the published package read (it ships in the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { Error as ErrorSchema,ErrorBody } from "./index.ts";
+import { Error as ErrorSchema, ErrorBody } from "./index.ts";
 
 describe("Error", () => {
   it("is exported under the interface's name and as ErrorBody, one schema", () => {

@@ -11,8 +11,8 @@ export {
 } from "./plant.ts";
 // `Error` is the interface's name for the body; `ErrorBody` is the same schema under a name that
 // does not shadow the global `Error` in the importing module. Both are public.
-export { ErrorBody as Error,ErrorBody } from "./error.ts";
-export { type ErrorCodeEntry, type ErrorCodeName,errorCodeName, ErrorCodes } from "./error-codes.ts";
+export { ErrorBody as Error, ErrorBody } from "./error.ts";
+export { type ErrorCodeEntry, type ErrorCodeName, errorCodeName, ErrorCodes } from "./error-codes.ts";
 export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type TestableConfig,testServerConfig } from "./test-config.ts";
+import { type TestableConfig, testServerConfig } from "./test-config.ts";
 
 /**
  * What the starter calls of `@plantstore/server`, passed in (`import * as plantStoreServer from

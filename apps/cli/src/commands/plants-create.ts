@@ -1,8 +1,8 @@
-import { type Plant,PlantStoreInputError } from "@plantstore/client";
+import { type Plant, PlantStoreInputError } from "@plantstore/client";
 import { stringifyJsonLossless } from "@plantstore/schema";
 import type { Command } from "commander";
 
-import { addConnectionOptions, connect, type ConnectionOptions,usageError } from "../connect.ts";
+import { addConnectionOptions, connect, type ConnectionOptions, usageError } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { parseId } from "../parse-id.ts";
 

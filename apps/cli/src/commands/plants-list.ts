@@ -1,8 +1,8 @@
-import { type ListPlantsOptions, type NewPlant, type PlantPage,PlantStoreInputError } from "@plantstore/client";
+import { type ListPlantsOptions, type NewPlant, type PlantPage, PlantStoreInputError } from "@plantstore/client";
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, stringifyJsonLossless } from "@plantstore/schema";
 import type { Command } from "commander";
 
-import { addConnectionOptions, connect, type ConnectionOptions,usageError } from "../connect.ts";
+import { addConnectionOptions, connect, type ConnectionOptions, usageError } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { parseId } from "../parse-id.ts";
 import { parseLimit } from "../parse-limit.ts";

@@ -229,6 +229,11 @@ describe.concurrent("graceful shutdown of plantstore-server serve", () => {
       PLANTSTORE_LOG_LEVEL: "info",
     };
     const server = track(await spawnServe(env, { port }), onTestFinished);
+    // One worker answering is not both: a worker still loading when SIGTERM comes has no handler
+    // yet and dies of the signal (seen on a busy machine), which is not what this test is about.
+    await eventually(() => server.output().split('"msg":"plantstore listening"').length - 1 === 2, {
+      what: () => `both workers listening; output:\n${server.output()}`,
+    });
     const halfSent = await Promise.all(
       Array.from({ length: 4 }, async () => {
         const plant = randomPlant();

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -38,6 +39,23 @@ export function readmeConfigTable(readme: string): string {
   return readme.slice(start, end).trim();
 }
 
+/**
+ * A table as its cells say it: prettier pads the columns and writes the separator row to the
+ * widest cell, which changes no cell, so the comparison ignores both.
+ */
+export function tableCells(table: string): string {
+  return table
+    .split("\n")
+    .map((line) =>
+      line
+        .split("|")
+        .map((cell) => cell.trim())
+        .map((cell) => (/^-+$/.test(cell) ? "---" : cell))
+        .join("|"),
+    )
+    .join("\n");
+}
+
 /** `readme` with the text between the markers replaced by the generated table. */
 export function withConfigTable(readme: string): string {
   const { start, end } = markers(readme);
@@ -46,5 +64,7 @@ export function withConfigTable(readme: string): string {
 
 if (import.meta.main) {
   writeFileSync(README_FILE, withConfigTable(readFileSync(README_FILE, "utf8")));
+  // The repository's formatter lays the table out (padded columns), as `pnpm format` would.
+  execFileSync("pnpm", ["exec", "prettier", "--write", README_FILE], { stdio: "inherit" });
   process.stdout.write(`wrote the configuration table in ${README_FILE}\n`);
 }

@@ -111,7 +111,7 @@ export const SETTINGS = {
       env: "PLANTSTORE_PG_BREAKER_FAILURES",
       type: int(1, 10_000),
       default: "3",
-      help: "PostgreSQL timeouts or refusals in a row that open the circuit breaker: requests that need the database then get 503 (`50300`) at once until a probe finds it answering (see *Outages*).",
+      help: "PostgreSQL timeouts or refusals in a row that open the circuit breaker: requests that need the database then get 503 (`50300`) at once until a probe finds it answering (see _Outages_).",
     }),
   },
   tokens: setting({
@@ -188,7 +188,7 @@ export const SETTINGS = {
     env: "PLANTSTORE_TRUSTED_PROXIES",
     type: TrustedProxies,
     default: "",
-    help: "Comma-separated IPs, CIDR ranges (`10.0.0.0/8`, `fd00::/8`) and the keywords `loopback`, `linklocal`, `uniquelocal`: proxies whose `X-Forwarded-For` names the client (read from the right past every trusted hop; see *Tokens, scopes and rate limits*). Empty: the client address is the TCP peer and the header is ignored. A listed proxy must append the address it saw (nginx: `$proxy_add_x_forwarded_for`). Anything else, and ranges that trust every address (`/0`), stop the start.",
+    help: "Comma-separated IPs, CIDR ranges (`10.0.0.0/8`, `fd00::/8`) and the keywords `loopback`, `linklocal`, `uniquelocal`: proxies whose `X-Forwarded-For` names the client (read from the right past every trusted hop; see _Tokens, scopes and rate limits_). Empty: the client address is the TCP peer and the header is ignored. A listed proxy must append the address it saw (nginx: `$proxy_add_x_forwarded_for`). Anything else, and ranges that trust every address (`/0`), stop the start.",
   }),
   redisUrl: setting({
     env: "REDIS_URL",
@@ -236,7 +236,7 @@ export const SETTINGS = {
     env: "PLANTSTORE_SHUTDOWN_TIMEOUT_MS",
     type: int(100, 3_600_000),
     default: "20000",
-    help: "Time a stop (SIGTERM/SIGINT) may take; past it the process exits 1 (see *Stopping*).",
+    help: "Time a stop (SIGTERM/SIGINT) may take; past it the process exits 1 (see _Stopping_).",
   }),
   corsOrigins: setting({
     env: "PLANTSTORE_CORS_ORIGINS",

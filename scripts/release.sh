@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `pnpm release`: releases the four @plantstore packages together on their shared version line.
-#   1. changeset version   consumes .changeset/*.md, bumps the version, writes the CHANGELOG.md files
-#   2. openapi:release     the served OpenAPI document becomes the compatibility baseline
-#   3. turbo build         what gets packed
+#   1. turbo build         what gets packed
+#   2. changeset version   consumes .changeset/*.md, bumps the version, writes the CHANGELOG.md files
+#   3. openapi:release     the served OpenAPI document becomes the compatibility baseline
 #   4. git commit          "Release vX.Y.Z", so the tags below point at the released files
 #   5. changeset publish   pnpm publish of every package not yet on the registry, and git tags
 # Then push the commit and its tags: git push --follow-tags.
@@ -40,9 +40,11 @@ if [ -z "$(find .changeset -maxdepth 1 -name '*.md' ! -name 'README.md' -print -
   exit 1
 fi
 
+# What gets packed is built first: no built file holds the version (the server reads its
+# package.json when it runs), so a checkout that was already built replays it from turbo's cache.
+pnpm turbo run build --output-logs=errors-only
 pnpm version-packages # changeset version, then openapi:release
 version="$(node -p 'require("./packages/schema/package.json").version')"
-pnpm turbo run build --output-logs=errors-only
 
 if [ "$dry_run" = true ]; then
   echo "release (dry run): v$version; changeset publish would do:"

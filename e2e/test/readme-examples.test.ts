@@ -1,25 +1,25 @@
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 import { createPlantStoreClient, PlantStoreError } from "@plantstore/client";
 import type { RunningServer } from "@plantstore/server";
-import * as plantStoreServer from "@plantstore/server";
 import { checkedFetch } from "@plantstore/test-support/checked-fetch";
-import { type RealServer, startRealServer } from "@plantstore/test-support/real-server";
+import type { RealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 
-import { cleanEnv, NPM_CLI, ROOT, run, runOk } from "./workspace.ts";
+import {
+  anyIdOrTime,
+  bash,
+  codeBlocks,
+  EXAMPLE_URL,
+  installBin,
+  printedLines,
+  readme,
+  section,
+  useStore,
+} from "./readme-support.ts";
+import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
 
 /**
  * The READMEs' examples, run as a reader would paste them: the curl lines through bash, the client
@@ -28,82 +28,6 @@ import { cleanEnv, NPM_CLI, ROOT, run, runOk } from "./workspace.ts";
  * reads cannot drift from what the software does. Each README gets a store of its own, so its
  * examples start from what its reader would have.
  */
-
-/** Where the examples point; the tests point them at a real server instead. */
-const EXAMPLE_URL = "http://127.0.0.1:3000";
-
-const readme = (path: string) => readFileSync(join(ROOT, path), "utf8");
-
-/**
- * The text under a heading (any level, given without its `#`s), up to the next heading of the same
- * or a higher level. Lines in code blocks are not headings: a `# …` there is a shell comment.
- */
-function section(markdown: string, title: string): string {
-  const lines = markdown.split("\n");
-  let inCode = false;
-  let start = -1;
-  let level = 0;
-  for (const [index, line] of lines.entries()) {
-    if (line.startsWith("```")) inCode = !inCode;
-    const heading = inCode ? null : /^(#{1,6}) (.*)$/.exec(line);
-    if (heading === null) continue;
-    if (start >= 0 && heading[1]!.length <= level) return lines.slice(start, index).join("\n");
-    if (start < 0 && heading[2] === title) [start, level] = [index + 1, heading[1]!.length];
-  }
-  if (start < 0) throw new Error(`no "${title}" heading`);
-  return lines.slice(start).join("\n");
-}
-
-/** The fenced code blocks of one language (`""`: blocks without one) in a piece of Markdown. */
-function codeBlocks(markdown: string, language: string): string[] {
-  return [...markdown.matchAll(new RegExp(`^\`\`\`${language}\\n([\\s\\S]*?)^\`\`\`$`, "gm"))].map((m) => m[1]!);
-}
-
-/** What an example says it prints: its lines that are whole comments, without the `# `. */
-const printedLines = (block: string) =>
-  block
-    .split("\n")
-    .filter((line) => line.startsWith("# "))
-    .map((line) => line.slice(2));
-
-/** Ids and times are each run's own: 16 hex digits stand for any id, an RFC 3339 UTC time for any time. */
-const anyIdOrTime = (text: string) =>
-  text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>").replaceAll(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>");
-
-/** A fresh store on a temporary SQLite file for one README's examples, and a folder to run them in. */
-function useStore() {
-  const dir = mkdtempSync(join(tmpdir(), "plantstore-readme-"));
-  const store = {
-    dir,
-    databaseUrl: `sqlite:${join(dir, "store.db")}`,
-    server: undefined as unknown as RealServer<RunningServer>,
-  };
-  beforeAll(async () => {
-    store.server = await startRealServer(plantStoreServer, { database: { url: store.databaseUrl } });
-  });
-  afterAll(async () => {
-    await store.server?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return store;
-}
-
-/** An example pasted into bash in `dir`, pointed at `url`; its stdout. */
-function bash(script: string, options: { dir: string; url: string; env?: Record<string, string> }): Promise<string> {
-  return runOk("bash", ["-euo", "pipefail", "-c", script.replaceAll(EXAMPLE_URL, options.url)], {
-    cwd: options.dir,
-    env: cleanEnv(options.env),
-  });
-}
-
-/** A command on PATH as an installed bin would be: `name` running a script (relative to the repository, or absolute). */
-function installBin(dir: string, name: string, script: string): string {
-  const bin = join(dir, "bin");
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${resolve(ROOT, script)}" "$@"\n`);
-  chmodSync(join(bin, name), 0o755);
-  return bin;
-}
 
 /** The root README's one request, run on a store first, as a reader who started there would have. */
 async function runRootExample(store: { dir: string; server: RealServer<RunningServer> }): Promise<void> {
@@ -124,61 +48,6 @@ describe("README.md: one request", () => {
     });
     expect(stdout.trim()).toBe(printedLines(createBlock!).join("\n"));
   });
-});
-
-describe("README.md: use it from this repository", () => {
-  const store = useStore();
-  const markdown = section(readme("README.md"), "Use it from this repository");
-  const [pack, install, use, fromRepository] = codeBlocks(markdown, "sh");
-  /** Where the README packs to; the test packs into its own folder instead. */
-  const TARBALLS = "/tmp/plantstore-tarballs";
-
-  /** What the commands of a block say they print (`# …` after a command), in order. */
-  const trailingComments = (block: string) =>
-    block
-      .split("\n")
-      .map((line) => / {2,}# (.*)$/.exec(line)?.[1])
-      .filter((comment) => comment !== undefined);
-
-  it(
-    "packs with pnpm, installs the tarballs with npm into a new project, and runs the client and both bins there",
-    { timeout: 300_000 },
-    async () => {
-      expect(pack).toContain("pnpm");
-      expect(install).toContain("npm install");
-      expect(use).toContain("@plantstore/client");
-      const tarballs = join(store.dir, "tarballs");
-      const onPath = (dir: string) => ({ PATH: `${dir}:${process.env["PATH"] ?? ""}` });
-      // The reader's npm and npx: the workspace's npm (the Node we run on may come without one).
-      const bin = installBin(store.dir, "npm", NPM_CLI);
-      installBin(store.dir, "npx", join(NPM_CLI, "..", "npx-cli.js"));
-
-      await bash(pack!.replaceAll(TARBALLS, tarballs), { dir: ROOT, url: store.server.url, env: onPath(bin) });
-      await bash(install!.replaceAll(TARBALLS, tarballs), { dir: store.dir, url: store.server.url, env: onPath(bin) });
-      const app = join(store.dir, "my-plant-app");
-      // Real copies from the tarballs, not links into the workspace.
-      expect(realpathSync(join(app, "node_modules", "@plantstore", "client")).startsWith(realpathSync(app))).toBe(true);
-
-      const stdout = await bash(use!, {
-        dir: app,
-        url: store.server.url,
-        env: { ...onPath(bin), PLANTSTORE_TOKEN: TOKEN },
-      });
-      let lines = stdout.split("\n");
-      for (const expected of trailingComments(use!)) {
-        const at = lines.indexOf(expected);
-        expect(at, `${expected}\nin\n${stdout}`).toBeGreaterThanOrEqual(0);
-        lines = lines.slice(at + 1);
-      }
-
-      const fromRepo = await bash(fromRepository!, {
-        dir: ROOT,
-        url: store.server.url,
-        env: { PLANTSTORE_TOKEN: TOKEN },
-      });
-      expect(fromRepo.trim()).toBe(trailingComments(fromRepository!).join("\n"));
-    },
-  );
 });
 
 describe("packages/server/README.md", () => {

@@ -1,4 +1,4 @@
-import { base } from "@plantstore/eslint-config";
+import { base, onlyConfigReadsEnv } from "@plantstore/eslint-config";
 
 export default [
   ...base,
@@ -23,19 +23,5 @@ export default [
       ],
     },
   },
-  {
-    // Settings are read, validated and documented in one place (create-t3-turbo's restrictEnvAccess).
-    files: ["src/**/*.ts"],
-    ignores: ["src/config.ts", "src/**/*.test.ts"],
-    rules: {
-      "no-restricted-properties": [
-        "error",
-        {
-          object: "process",
-          property: "env",
-          message: "Only src/config.ts reads process.env: add the setting to SETTINGS there and take it from Config.",
-        },
-      ],
-    },
-  },
+  onlyConfigReadsEnv("add the setting to SETTINGS there and take it from Config."),
 ];

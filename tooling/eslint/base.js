@@ -80,3 +80,21 @@ export const base = tseslint.config(
 
 /** Turns the type-aware rules off for files no tsconfig can see (spread into a `files` block). */
 export const withoutTypes = tseslint.configs.disableTypeChecked;
+
+/**
+ * Settings are read, validated and documented in one module, src/config.ts (create-t3-turbo's
+ * restrictEnvAccess): nothing else in src/ reads process.env. Tests build their own settings.
+ * `hint` says where a new variable goes in that package.
+ */
+export function onlyConfigReadsEnv(hint) {
+  return {
+    files: ["src/**/*.ts"],
+    ignores: ["src/config.ts", "src/**/*.test.ts"],
+    rules: {
+      "no-restricted-properties": [
+        "error",
+        { object: "process", property: "env", message: `Only src/config.ts reads process.env: ${hint}` },
+      ],
+    },
+  };
+}

@@ -13,6 +13,7 @@ import type { AppRouter } from "../router/root.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import type { WriteHealth } from "../storage/write-health.ts";
 import type { Context } from "../trpc.ts";
+import { logAppErrors } from "./app-errors.ts";
 import { authenticateRequest } from "./authenticate.ts";
 import { callProcedure } from "./call-procedure.ts";
 import { clientAddressOf } from "./client-address.ts";
@@ -97,6 +98,7 @@ export function createApp(options: AppOptions): Koa {
     }),
   );
   const app = new Koa();
+  logAppErrors(app, logger);
   app.proxy = false;
 
   const throttle = options.logThrottle ?? new LogThrottle();

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 
 import { ApiError, toApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
+import { logAppErrors } from "./app-errors.ts";
 import { metricsPortPaths } from "./plain-paths.ts";
 import { sendError } from "./send-error.ts";
 
@@ -15,6 +16,7 @@ import { sendError } from "./send-error.ts";
 export function createMetricsApp(metrics: Metrics, logger: Logger): Koa {
   const paths = new Map(metricsPortPaths(metrics).map((plain) => [plain.path, plain]));
   const app = new Koa();
+  logAppErrors(app, logger);
   app.use(async (ctx) => {
     try {
       const plain = paths.get(ctx.path);

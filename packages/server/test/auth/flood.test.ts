@@ -9,8 +9,9 @@ import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } 
 import { describe, expect, it } from "vitest";
 
 import { rawRequest } from "../support/harness.ts";
+import { type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { createTestDatabase } from "../support/test-database.ts";
-import { issueToken, type ServerProcess, startJwksServer, startServerProcess } from "../support/token-helpers.ts";
+import { issueToken, startJwksServer } from "../support/token-helpers.ts";
 
 /**
  * Issue 23, defect 2: from a client address over its failed-authentication limit, a flood of

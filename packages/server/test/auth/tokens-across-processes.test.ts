@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { OPAQUE_TOKEN_PATTERN } from "../../src/auth/opaque-token.ts";
 import { expectErrorShape, rawRequest } from "../support/harness.ts";
+import { type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
-import { issueToken, revokeToken, runBin, type ServerProcess, startServerProcess } from "../support/token-helpers.ts";
+import { issueToken, revokeToken, runBin } from "../support/token-helpers.ts";
 
 /**
  * Two `plantstore-server serve` processes on one SQLite file, and the `tokens` commands run as

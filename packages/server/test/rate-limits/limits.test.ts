@@ -20,15 +20,10 @@ import {
   type TestResponse,
   TOKEN,
 } from "../support/harness.ts";
+import { type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
-import {
-  databaseUrlOf,
-  issueToken,
-  type ServerProcess,
-  startJwksServer,
-  startServerProcess,
-} from "../support/token-helpers.ts";
+import { databaseUrlOf, issueToken, startJwksServer } from "../support/token-helpers.ts";
 
 const get = (url: string, token?: string) =>
   rawRequest(url, {

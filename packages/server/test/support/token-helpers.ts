@@ -74,48 +74,6 @@ export function runBin(
   });
 }
 
-export type ServerProcess = { url: string; output: () => string; stop(): Promise<number | null> };
-
-/** `plantstore-server serve --port 0` as its own process; resolves once it logs its URL. */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
-    env: { ...process.env, PLANTSTORE_LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    // eslint-disable-next-line no-restricted-syntax -- a guard that fails a start that never says it listens
-    const timer = setTimeout(() => reject(new Error(`no listening line in: ${output}`)), 20_000);
-    const look = () => {
-      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
-      if (match?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout.on("data", look);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited ${code}: ${output}`));
-    });
-  });
-  return {
-    url,
-    output: () => output,
-    async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      // eslint-disable-next-line no-restricted-syntax -- a guard that kills a process a SIGTERM did not stop
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
-}
-
 /** A JWKS endpoint on loopback that counts its fetches: each one is a key lookup a signature check needed. */
 export async function startJwksServer(keys: unknown[]): Promise<{ url: string; fetches(): number; close(): void }> {
   let fetches = 0;

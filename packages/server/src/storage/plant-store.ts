@@ -25,11 +25,43 @@ export type ListedPlant = { id: bigint | number; name: string; tag?: string };
 
 export type MigrationStatus = { applied: number; known: number };
 
+/** What a JSON merge patch (RFC 7396) changes in a plant: a missing key keeps the field, `tag: null` removes the tag. */
+export type PlantChange = { name?: string; tag?: string | null };
+
+/**
+ * An `If-Match` as the store checks it (RFC 9110 §13.1.1): `*` (any stored plant) or the entity
+ * tags a client holds, compared strongly with `plantETag` of the stored plant.
+ */
+export type IfMatch = "*" | readonly string[];
+
+/** A conditional write refused: `current` is the plant as stored now (none when the id is free), for the 412's `ETag`. */
+export type PreconditionFailed = { outcome: "precondition_failed"; current: NewPlant | undefined };
+
+/** A conditional write's result: the plant as stored after it, whether it was new, or why nothing was written. */
+export type WriteOutcome =
+  | { outcome: "written"; plant: NewPlant; created: boolean }
+  | { outcome: "not_found" }
+  | PreconditionFailed;
+
 export interface PlantStore {
   create(plant: NewPlant): Promise<CreateOutcome>;
-  /** Durable like create: resolved only after the delete has committed. */
-  delete(id: bigint): Promise<DeleteOutcome>;
+  /**
+   * Durable like create: resolved only after the delete has committed. With `ifMatch`, the check
+   * and the delete are one atomic step (a stale tag: nothing deleted).
+   */
+  delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed>;
   get(id: bigint): Promise<NewPlant | undefined>;
+  /**
+   * Applies `change` to the stored plant if `ifMatch` holds, checked and written in one atomic step
+   * (one transaction; across instances on one PostgreSQL too). A missing plant is `not_found`
+   * whatever `ifMatch` says. Durable like create.
+   */
+  update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome>;
+  /**
+   * Stores `plant` in place of the one under its id if `ifMatch` holds (a free id fails it), or
+   * only if the id is free (`ifNoneMatch: "*"`, then `created`). Atomic and durable like update.
+   */
+  replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome>;
   /** Plants ordered by id, at most `limit` of them. */
   list(options: ListOptions): Promise<ListedPlant[]>;
   /** Cheap liveness probe of the underlying database. */

@@ -16,6 +16,7 @@ import type {
   ListOptions,
   MigrationStatus,
   PlantStore,
+  WriteOutcome,
 } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
@@ -261,6 +262,15 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       if (!isBrokenConnection(cause) || this.#creations.closed) throw error;
       return work();
     }
+  }
+
+  // Issue 26 (the lifecycle work) replaces these placeholders with atomic conditional writes.
+  update(): Promise<WriteOutcome> {
+    return Promise.reject(new Error("update is not implemented yet"));
+  }
+
+  replace(): Promise<WriteOutcome> {
+    return Promise.reject(new Error("replace is not implemented yet"));
   }
 
   async delete(id: bigint): Promise<DeleteOutcome> {

@@ -15,6 +15,7 @@ import type {
   ListOptions,
   MigrationStatus,
   PlantStore,
+  WriteOutcome,
 } from "../plant-store.ts";
 import { storeError } from "../store-errors.ts";
 import type { WebhookQueue } from "../webhook-queue.ts";
@@ -189,6 +190,15 @@ export class SqliteStore implements PlantStore, WebhookQueue {
   async create(plant: NewPlant): Promise<CreateOutcome> {
     const result = await this.#writes.submit({ op: "create", id: plant.id, name: plant.name, tag: plant.tag ?? null });
     return (result as { outcome: CreateOutcome }).outcome;
+  }
+
+  // Issue 26 (the lifecycle work) replaces these placeholders with atomic conditional writes.
+  update(): Promise<WriteOutcome> {
+    return Promise.reject(new Error("update is not implemented yet"));
+  }
+
+  replace(): Promise<WriteOutcome> {
+    return Promise.reject(new Error("replace is not implemented yet"));
   }
 
   async delete(id: bigint): Promise<DeleteOutcome> {

@@ -47,12 +47,14 @@ export const ErrorCodes = {
   PRECONDITION_FAILED: {
     error: 41200,
     status: 412,
-    meaning: "The plant changed since the ETag in If-Match (or If-None-Match: * found it stored); the ETag header is the current one.",
+    meaning:
+      "The plant changed since the ETag in If-Match (or If-None-Match: * found it stored); the ETag header is the current one.",
   },
   UNSUPPORTED_MEDIA_TYPE: {
     error: 41500,
     status: 415,
-    meaning: "The body is not sent in the media type the operation accepts (application/json; PATCH: application/merge-patch+json).",
+    meaning:
+      "The body is not sent in the media type the operation accepts (application/json; PATCH: application/merge-patch+json).",
   },
   UNSUPPORTED_CONTENT_ENCODING: {
     error: 41501,
@@ -63,7 +65,8 @@ export const ErrorCodes = {
   PRECONDITION_REQUIRED: {
     error: 42800,
     status: 428,
-    meaning: "This change needs If-Match with the plant's current ETag, so it cannot overwrite a change it has not seen.",
+    meaning:
+      "This change needs If-Match with the plant's current ETag, so it cannot overwrite a change it has not seen.",
   },
   RATE_LIMITED: { error: 42900, status: 429, meaning: "Too many requests; retry after the time in Retry-After." },
   INTERNAL: { error: 50000, status: 500, meaning: "An unexpected failure; details are logged, never sent." },

@@ -39,9 +39,7 @@ export type PreconditionFailed = { outcome: "precondition_failed"; current: NewP
 
 /** A conditional write's result: the plant as stored after it, whether it was new, or why nothing was written. */
 export type WriteOutcome =
-  | { outcome: "written"; plant: NewPlant; created: boolean }
-  | { outcome: "not_found" }
-  | PreconditionFailed;
+  { outcome: "written"; plant: NewPlant; created: boolean } | { outcome: "not_found" } | PreconditionFailed;
 
 export interface PlantStore {
   create(plant: NewPlant): Promise<CreateOutcome>;

@@ -4,7 +4,9 @@ import { deletePlant } from "./delete-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { type NewPlantInput, toNewPlant } from "./new-plant-input.ts";
 import { readPlantResponse } from "./read-response.ts";
+import type { PlantEvent } from "./plant-event.ts";
 import { createConnection } from "./send-request.ts";
+import { watchPlants, type WatchPlantsOptions } from "./watch-plants.ts";
 import { whoAmI } from "./whoami.ts";
 
 export type PlantStoreClientOptions = {
@@ -34,6 +36,8 @@ export type PlantStoreClient = {
   deletePlant(id: bigint | number, options?: RequestOptions): Promise<void>;
   /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
   whoAmI(options?: RequestOptions): Promise<WhoAmI>;
+  /** `GET /plants/events`: every change as it commits, resuming by itself across reconnects: `for await (const event of …)`. */
+  watchPlants(options?: WatchPlantsOptions): AsyncGenerator<PlantEvent, void>;
 };
 
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.
@@ -83,5 +87,6 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
       iteratePlants(connection, listOptions, requestOptions.signal),
     deletePlant: (id, requestOptions = {}) => deletePlant(connection, id, requestOptions.signal),
     whoAmI: (requestOptions = {}) => whoAmI(connection, requestOptions.signal),
+    watchPlants: (watchOptions = {}) => watchPlants(connection, watchOptions),
   };
 }

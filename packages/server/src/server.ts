@@ -11,6 +11,7 @@ import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import { ChangeFanout } from "./changes/change-fanout.ts";
 import type { ChangeLog } from "./changes/change-log.ts";
+import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -252,6 +253,13 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   }
   server.listen(config.port, config.host);
   await once(server, "listening");
+  const pruner = startChangePruner({
+    store,
+    retentionMs: config.changesRetention,
+    logger: logger.child({ component: "changes" }),
+    clock: options.clock,
+  });
+  teardown.defer(() => pruner.stop());
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),

@@ -3,8 +3,8 @@ import { type NewPlant, type Plant, stringifyJsonLossless, type WhoAmI } from "@
 import { deletePlant } from "./delete-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { type NewPlantInput, toNewPlant } from "./new-plant-input.ts";
-import { readPlantResponse } from "./read-response.ts";
 import type { PlantEvent } from "./plant-event.ts";
+import { readPlantResponse } from "./read-response.ts";
 import { createConnection } from "./send-request.ts";
 import { watchPlants, type WatchPlantsOptions } from "./watch-plants.ts";
 import { whoAmI } from "./whoami.ts";

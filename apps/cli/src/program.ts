@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
 import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
+import { addPlantsWatchCommand } from "./commands/plants-watch.ts";
 import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
@@ -22,6 +23,7 @@ function createProgram(io: Io): Command {
   addPlantsCreateCommand(plants, io);
   addPlantsListCommand(plants, io);
   addPlantsDeleteCommand(plants, io);
+  addPlantsWatchCommand(plants, io);
   addWhoAmICommand(program, io);
   return program;
 }

@@ -9,7 +9,7 @@ import type { ChangeFanout, Subscription } from "../changes/change-fanout.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { PlainPath } from "./plain-paths.ts";
-import { HEARTBEAT_FRAME, resetFrame,RETRY_FRAME } from "./sse-frames.ts";
+import { HEARTBEAT_FRAME, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 

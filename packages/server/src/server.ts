@@ -11,6 +11,7 @@ import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
 import { ChangeFanout } from "./changes/change-fanout.ts";
 import type { ChangeLog } from "./changes/change-log.ts";
+import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -193,8 +194,8 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
-  const eventStreams = startChangeFeed(changeLogOf(store), config, authenticator, logger, logThrottle, options.clock);
-  if (eventStreams !== undefined) teardown.defer(() => eventStreams.closeAll());
+  const eventStreams = startChangeFeed(store, config, authenticator, logger, logThrottle, options.clock);
+  teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
     store,
@@ -252,6 +253,13 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   }
   server.listen(config.port, config.host);
   await once(server, "listening");
+  const pruner = startChangePruner({
+    store,
+    retentionMs: config.changesRetention,
+    logger: logger.child({ component: "changes" }),
+    clock: options.clock,
+  });
+  teardown.defer(() => pruner.stop());
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),
@@ -271,7 +279,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     const drained = connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline });
     // Once the port stopped accepting: streams end after their last whole event, and their
     // clients reconnect (to another instance) with Last-Event-ID.
-    eventStreams?.closeAll();
+    eventStreams.closeAll();
     const [answeredAll] = await Promise.all([drained, dispatcher.stop()]);
     // Thrown once everything opened before is closed (the teardown goes on past a failure).
     if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
@@ -291,21 +299,15 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: () => close() };
 }
 
-/** The store's change log, where its backend keeps one. */
-function changeLogOf(store: PlantStore): ChangeLog | undefined {
-  return (store as PlantStore & { changeLog?: ChangeLog }).changeLog;
-}
-
 /** One reader of the change log for the whole instance, and the streams it feeds. */
 function startChangeFeed(
-  log: ChangeLog | undefined,
+  log: ChangeLog,
   config: Config,
   authenticator: Authenticator,
   logger: Logger,
   logThrottle: LogThrottle,
   clock: Clock | undefined,
-): EventStreams | undefined {
-  if (log === undefined) return undefined;
+): EventStreams {
   const eventsLogger = logger.child({ component: "events" });
   const fanout = new ChangeFanout({
     log,

@@ -194,7 +194,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
-  const eventStreams = startChangeFeed(store, config, authenticator, logger, logThrottle, options.clock);
+  const eventStreams = startChangeFeed(store, config, { authenticator, logger, logThrottle, metrics }, options.clock);
   teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
@@ -303,9 +303,12 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
 function startChangeFeed(
   log: ChangeLog,
   config: Config,
-  authenticator: Authenticator,
-  logger: Logger,
-  logThrottle: LogThrottle,
+  {
+    authenticator,
+    logger,
+    logThrottle,
+    metrics,
+  }: { authenticator: Authenticator; logger: Logger; logThrottle: LogThrottle; metrics: Metrics },
   clock: Clock | undefined,
 ): EventStreams {
   const eventsLogger = logger.child({ component: "events" });
@@ -321,7 +324,7 @@ function startChangeFeed(
         (repeats) => eventsLogger.warn({ repeats }, "reading the change log failed (repeats)"),
       ),
   });
-  return new EventStreams({ ...config.events, fanout, authenticator, logger: eventsLogger, clock });
+  return new EventStreams({ ...config.events, fanout, authenticator, metrics, logger: eventsLogger, clock });
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -105,6 +105,20 @@ describe("watchPlants against the real server", () => {
     ]);
   });
 
+  it("yields plant.updated with the plant after the change, and a plant leaving the tag filter", async () => {
+    const start = await head();
+    await writer.createPlant({ id: 450n, name: "Ivy", tag: "climber" });
+    // Below the HTTP layer: the PATCH and PUT operations are issue 26's, tested with their client.
+    await expect(server.store.update(450n, { name: "English ivy" }, "*")).resolves.toMatchObject({ outcome: "written" });
+    await expect(server.store.update(450n, { tag: null }, "*")).resolves.toMatchObject({ outcome: "written" });
+    const seen = await collect(watcher.watchPlants({ after: start, tag: "climber" }), (s) => s.length === 3);
+    expect(seen).toEqual([
+      { type: "plant.created", position: start + 1n, plant: { id: 450n, name: "Ivy", tag: "climber" } },
+      { type: "plant.updated", position: start + 2n, plant: { id: 450n, name: "English ivy", tag: "climber" } },
+      { type: "plant.updated", position: start + 3n, plant: { id: 450n, name: "English ivy" } },
+    ]);
+  });
+
   it("without `after`, starts with the changes committed after it connected", async () => {
     await writer.createPlant({ id: 500n, name: "before" });
     const events = watcher.watchPlants();

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import type { Change, ChangeLog } from "../../src/changes/change-log.ts";
 import type { ChangeRetention } from "../../src/storage/change-rows.ts";
+import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
@@ -132,6 +133,43 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     // Resuming after any position gives exactly what follows it, `limit` at a time.
     expect(await store.changesAfter(changes[0]!.position, 1)).toEqual([changes[1]]);
     expect(await store.changesAfter(changes[2]!.position, 10)).toEqual([]);
+  });
+
+  it("records each update, replace and conditional delete once, with the plant after it and the tag before it", async () => {
+    const store = await open();
+    expect(await store.create({ id: 1n, name: "Fern", tag: "green" })).toBe("created");
+    const head = await store.head();
+    expect(await store.update(1n, { name: "Big fern" }, "*")).toMatchObject({ outcome: "written" });
+    expect(
+      await store.update(1n, { tag: null }, [plantETag({ id: 1n, name: "Big fern", tag: "green" })]),
+    ).toMatchObject({ outcome: "written" });
+    // Nothing written, nothing recorded: a change that changes nothing, a stale tag, a missing plant.
+    expect(await store.update(1n, { name: "Big fern" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await store.update(1n, { name: "Moss" }, ['"stale"'])).toMatchObject({ outcome: "precondition_failed" });
+    expect(await store.update(2n, { name: "Moss" }, "*")).toEqual({ outcome: "not_found" });
+    expect(await store.replace({ id: 1n, name: "Fern", tag: "blue" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "written",
+      created: false,
+    });
+    expect(await store.replace({ id: 3n, name: "Ivy" }, { ifNoneMatch: "*" })).toMatchObject({ created: true });
+    expect(await store.replace({ id: 3n, name: "Ivy" }, { ifNoneMatch: "*" })).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await store.replace({ id: 4n, name: "Ivy" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await store.delete(1n, ['"stale"'])).toMatchObject({ outcome: "precondition_failed" });
+    expect(await store.delete(1n, [plantETag({ id: 1n, name: "Fern", tag: "blue" })])).toBe("deleted");
+
+    const changes = await store.changesAfter(head, 100);
+    expect(changes.map((c) => [c.kind, c.plantId, c.data, c.tag, c.previousTag])).toEqual([
+      ["plant.updated", 1n, '{"id":1,"name":"Big fern","tag":"green"}', "green", "green"],
+      ["plant.updated", 1n, '{"id":1,"name":"Big fern"}', null, "green"],
+      ["plant.updated", 1n, '{"id":1,"name":"Fern","tag":"blue"}', "blue", null],
+      ["plant.created", 3n, '{"id":3,"name":"Ivy"}', null, null],
+      ["plant.deleted", 1n, '{"id":1}', null, "blue"],
+    ]);
+    expectIncreasing([head, ...positions(changes)]);
   });
 
   it("gives every created plant's change the same JSON as its webhook event, and the event the change's position", async () => {

@@ -198,6 +198,7 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    this.#notifications = new ChangeNotifications(options);
     const breaker = { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker };
     this.#breaker = new PostgresBreaker(options, {
       ...breaker,
@@ -209,11 +210,12 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
           // Readiness says so at once, and stays 503 until a write or its probe succeeds again.
           options.writeHealth?.fail(error);
         }
+        // The database answers again: the listening connection may have died silently meanwhile.
+        if (state === "closed") this.#notifications.reconnect();
         breaker.onStateChange?.(state, reason);
       },
     });
     this.#webhooks = new PostgresWebhookQueue(pool);
-    this.#notifications = new ChangeNotifications(options);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
       maxBatchSize: options.maxBatchSize ?? 512,

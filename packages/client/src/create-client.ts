@@ -3,10 +3,10 @@ import { type NewPlant, type Plant, stringifyJsonLossless, type WhoAmI } from "@
 import { deletePlant } from "./delete-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { type NewPlantInput, toNewPlant } from "./new-plant-input.ts";
-import type { PlantEvent } from "./plant-event.ts";
 import { readPlantResponse } from "./read-response.ts";
 import { createConnection } from "./send-request.ts";
 import { watchPlants, type WatchPlantsOptions } from "./watch-plants.ts";
+import type { WatchPlantsEvent } from "./watch-plants-event.ts";
 import { whoAmI } from "./whoami.ts";
 
 export type PlantStoreClientOptions = {
@@ -37,7 +37,7 @@ export type PlantStoreClient = {
   /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
   whoAmI(options?: RequestOptions): Promise<WhoAmI>;
   /** `GET /plants/events`: every change as it commits, resuming by itself across reconnects: `for await (const event of …)`. */
-  watchPlants(options?: WatchPlantsOptions): AsyncGenerator<PlantEvent, void>;
+  watchPlants(options?: WatchPlantsOptions): AsyncGenerator<WatchPlantsEvent, void>;
 };
 
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.

@@ -15,6 +15,6 @@ export {
 } from "./errors.ts";
 export type { ListPlantsOptions, PlantPage } from "./list-plants.ts";
 export type { NewPlantInput } from "./new-plant-input.ts";
-export type { PlantEvent } from "./plant-event.ts";
 export type { Reconnect, WatchPlantsOptions } from "./watch-plants.ts";
+export type { WatchPlantsEvent } from "./watch-plants-event.ts";
 export type { ErrorCodeName, ListPlantsQuery, NewPlant, Plant, PlantList, WhoAmI } from "@plantstore/schema";

@@ -4,10 +4,10 @@ import { throwErrorResponse } from "./error-response.ts";
 import type { PlantStoreError } from "./errors.ts";
 import { PlantStoreInputError, PlantStoreProtocolError, PlantStoreRateLimitError } from "./errors.ts";
 import { createEventStreamParser } from "./event-stream-parser.ts";
-import { parsePosition, type PlantEvent, toPlantEvent } from "./plant-event.ts";
 import { toPlantId } from "./plant-id.ts";
 import { DEFAULT_MAX_RECONNECT_MS, DEFAULT_RECONNECT_MS, reconnectDelay } from "./reconnect-delay.ts";
 import type { Connection } from "./send-request.ts";
+import { parsePosition, toWatchPlantsEvent, type WatchPlantsEvent } from "./watch-plants-event.ts";
 
 /** Three heartbeats of the server's default 15 s interval: a connection that silent is dead. */
 const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
@@ -108,7 +108,10 @@ class IdleTimeout extends Error {}
  * token goes in the header, in Node and in browsers alike). Options are checked at once: a bad
  * one throws PlantStoreInputError from this call, before any request.
  */
-export function watchPlants(connection: Connection, options: WatchPlantsOptions): AsyncGenerator<PlantEvent, void> {
+export function watchPlants(
+  connection: Connection,
+  options: WatchPlantsOptions,
+): AsyncGenerator<WatchPlantsEvent, void> {
   return events(connection, toWatch(options));
 }
 
@@ -130,7 +133,7 @@ type Progress = {
  * the last position seen, so no change is missed or repeated. 400, 401, 403 and every other error
  * status end the iteration with the typed error, since another attempt would be refused alike.
  */
-async function* events(connection: Connection, watch: Watch): AsyncGenerator<PlantEvent, void> {
+async function* events(connection: Connection, watch: Watch): AsyncGenerator<WatchPlantsEvent, void> {
   const { signal } = watch;
   const query = watch.tag === undefined ? "" : `?${new URLSearchParams({ tag: watch.tag }).toString()}`;
   const url = `${connection.url("/plants/events")}${query}`;
@@ -176,7 +179,7 @@ async function* streamOnce(
   watch: Watch,
   progress: Progress,
   stop: AbortController,
-): AsyncGenerator<PlantEvent, Lost | undefined> {
+): AsyncGenerator<WatchPlantsEvent, Lost | undefined> {
   const { signal } = watch;
   const connectionSignal = signal === undefined ? stop.signal : AbortSignal.any([signal, stop.signal]);
   const headers: Record<string, string> = { Accept: "text/event-stream" };
@@ -231,7 +234,7 @@ async function* streamOnce(
           progress.retryHintMs = item.milliseconds;
           continue;
         }
-        const event = toPlantEvent(item.event);
+        const event = toWatchPlantsEvent(item.event);
         if (event !== undefined) yield event;
       }
       progress.lastEventId = parser.lastEventId;

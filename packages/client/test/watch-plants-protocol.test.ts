@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 
 import {
   createPlantStoreClient,
-  type PlantEvent,
   PlantStoreError,
   PlantStoreProtocolError,
   PlantStoreRateLimitError,
   PlantStoreUnauthorizedError,
   type Reconnect,
+  type WatchPlantsEvent,
 } from "../src/index.ts";
 
 /**
@@ -46,15 +46,15 @@ const errorBody =
 /** Ends the iteration: a 401 is final. */
 const final = errorBody(401, 40101);
 
-async function drain(events: AsyncIterable<PlantEvent>): Promise<PlantEvent[]> {
-  const seen: PlantEvent[] = [];
+async function drain(events: AsyncIterable<WatchPlantsEvent>): Promise<WatchPlantsEvent[]> {
+  const seen: WatchPlantsEvent[] = [];
   for await (const event of events) seen.push(event);
   return seen;
 }
 
 /** Runs the watch to its end, which `final` makes a PlantStoreUnauthorizedError; the events before it. */
-async function watchUntilFinal(events: AsyncIterable<PlantEvent>): Promise<PlantEvent[]> {
-  const seen: PlantEvent[] = [];
+async function watchUntilFinal(events: AsyncIterable<WatchPlantsEvent>): Promise<WatchPlantsEvent[]> {
+  const seen: WatchPlantsEvent[] = [];
   const run = (async () => {
     for await (const event of events) seen.push(event);
   })();

@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import {
   createPlantStoreClient,
-  type PlantEvent,
   type PlantStoreClient,
   PlantStoreError,
   PlantStoreForbiddenError,
   PlantStoreInputError,
   PlantStoreUnauthorizedError,
   type Reconnect,
+  type WatchPlantsEvent,
 } from "../src/index.ts";
 
 const SECRET = "client-watch-test-secret-of-at-least-32-chars";
@@ -61,11 +61,11 @@ async function head(): Promise<bigint> {
 
 /** Collects events until `done` says so, then stops the watch by breaking out of the loop. */
 async function collect(
-  events: AsyncIterable<PlantEvent>,
-  done: (seen: PlantEvent[]) => boolean,
-  onEach?: (seen: PlantEvent[]) => void,
-): Promise<PlantEvent[]> {
-  const seen: PlantEvent[] = [];
+  events: AsyncIterable<WatchPlantsEvent>,
+  done: (seen: WatchPlantsEvent[]) => boolean,
+  onEach?: (seen: WatchPlantsEvent[]) => void,
+): Promise<WatchPlantsEvent[]> {
+  const seen: WatchPlantsEvent[] = [];
   for await (const event of events) {
     seen.push(event);
     onEach?.(seen);
@@ -109,7 +109,9 @@ describe("watchPlants against the real server", () => {
     const start = await head();
     await writer.createPlant({ id: 450n, name: "Ivy", tag: "climber" });
     // Below the HTTP layer: the PATCH and PUT operations are issue 26's, tested with their client.
-    await expect(server.store.update(450n, { name: "English ivy" }, "*")).resolves.toMatchObject({ outcome: "written" });
+    await expect(server.store.update(450n, { name: "English ivy" }, "*")).resolves.toMatchObject({
+      outcome: "written",
+    });
     await expect(server.store.update(450n, { tag: null }, "*")).resolves.toMatchObject({ outcome: "written" });
     const seen = await collect(watcher.watchPlants({ after: start, tag: "climber" }), (s) => s.length === 3);
     expect(seen).toEqual([
@@ -153,7 +155,7 @@ describe("watchPlants against the real server", () => {
     const burst = plants(10_000n, 1_000, "burst");
     // Written before the watch starts, so the stream begins with a backlog to catch up on.
     await writer.createPlant(burst[0]!);
-    const seen: PlantEvent[] = [];
+    const seen: WatchPlantsEvent[] = [];
     /** Each reconnection, and how many events had been handed out when it was decided. */
     const reconnects: Array<{ reconnect: Reconnect; handedOut: number }> = [];
     let writing: Promise<void> | undefined;
@@ -303,7 +305,7 @@ describe("watchPlants refusals", () => {
       token: await jwt("plants:read", Math.floor(Date.now() / 1000) + 2),
     });
     await writer.createPlant({ id: 1_000n, name: "seen before expiry" });
-    const seen: PlantEvent[] = [];
+    const seen: WatchPlantsEvent[] = [];
     const watching = (async () => {
       for await (const event of client.watchPlants({ after: start, maxReconnectDelayMs: 20 })) seen.push(event);
     })();

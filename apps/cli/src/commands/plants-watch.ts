@@ -1,4 +1,4 @@
-import { type PlantEvent, PlantStoreInputError, type Reconnect } from "@plantstore/client";
+import { PlantStoreInputError, type Reconnect, type WatchPlantsEvent } from "@plantstore/client";
 import { stringifyJsonLossless } from "@plantstore/schema";
 import type { Command } from "commander";
 
@@ -10,7 +10,7 @@ import { printable } from "../printable.ts";
 type WatchOptions = ConnectionOptions & { tag?: string; after?: bigint; json?: boolean };
 
 /** `<position> created 41: Basil (herb)`, `<position> deleted 41`, `<position> reset`. */
-function describeEvent(event: PlantEvent): string {
+function describeEvent(event: WatchPlantsEvent): string {
   switch (event.type) {
     case "plant.created":
     case "plant.updated": {
@@ -52,7 +52,7 @@ export function addPlantsWatchCommand(plants: Command, io: Io): void {
     .action(async (options: WatchOptions, command: Command) => {
       const client = connect(command, io, options);
       const interrupted = new AbortController();
-      let events: AsyncIterable<PlantEvent>;
+      let events: AsyncIterable<WatchPlantsEvent>;
       try {
         events = client.watchPlants({
           ...(options.after !== undefined ? { after: options.after } : {}),

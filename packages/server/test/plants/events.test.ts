@@ -15,7 +15,7 @@ import { issueToken, revokeToken } from "../support/token-helpers.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

@@ -3,9 +3,13 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
+import { migrations } from "../../src/storage/migrations.ts";
 import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
+import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { migratePostgres } from "../../src/storage/postgres/migrations.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
+import { migrateSqlite } from "../../src/storage/sqlite/migrations.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
 import { TokenNameTakenError, type TokenStore } from "../../src/storage/token-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
@@ -38,6 +42,8 @@ type Backend = {
   exec(database: TestDatabase, sql: string): Promise<void>;
   /** A trigger that makes the database roll back the whole batch that creates a plant named `name`. */
   rollBackBatchesCreating(name: string): string;
+  /** Applies the first `count` migrations only, as an older build did. */
+  migrateTo(database: TestDatabase, count: number): Promise<void>;
 };
 
 const backends: Record<TestBackend, Backend> = {
@@ -55,6 +61,14 @@ const backends: Record<TestBackend, Backend> = {
     },
     rollBackBatchesCreating: (name) =>
       `CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = '${name}' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END`,
+    migrateTo: async (database, count) => {
+      const db = new DatabaseSync(database.name);
+      try {
+        migrateSqlite(db, migrations.slice(0, count));
+      } finally {
+        db.close();
+      }
+    },
   },
   postgres: {
     open: (database, options) =>
@@ -79,6 +93,11 @@ const backends: Record<TestBackend, Backend> = {
       CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.name = '${name}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
       CREATE TRIGGER roll_back BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION roll_back();`,
+    migrateTo: (database, count) =>
+      migratePostgres(
+        { url: database.url, poolSize: 1, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
+        migrations.slice(0, count),
+      ),
   },
 };
 
@@ -372,6 +391,128 @@ describe(`plants deleted (${TEST_BACKEND})`, () => {
   });
 });
 
+describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
+  const MAX = 2n ** 63n - 1n;
+  const STALE = '"AAAAAAAAAAAAAAAAAAAAAAAAAAA"';
+
+  it("update applies a merge patch when If-Match holds: a missing key keeps its field, tag null removes the tag", async () => {
+    const store = await open();
+    const fern = { id: MAX, name: "Fern", tag: "green" };
+    expect(await store.create(fern)).toBe("created");
+    expect(await store.update(MAX, { name: "Big fern" }, [STALE, plantETag(fern)])).toEqual({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern", tag: "green" },
+      created: false,
+    });
+    expect(await database.row(MAX)).toEqual({ id: MAX, name: "Big fern", tag: "green" });
+    const renamed = { id: MAX, name: "Big fern", tag: "green" };
+    expect(await store.update(MAX, { tag: null }, [plantETag(renamed)])).toEqual({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern" },
+      created: false,
+    });
+    expect(await database.row(MAX)).toEqual({ id: MAX, name: "Big fern", tag: null });
+    expect(await store.update(MAX, { tag: "again" }, "*")).toMatchObject({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern", tag: "again" },
+    });
+    expect(await store.get(MAX)).toEqual({ id: MAX, name: "Big fern", tag: "again" });
+  });
+
+  it("update with a stale tag writes nothing and answers the plant as stored", async () => {
+    const store = await open();
+    const ivy = { id: 1n, name: "Ivy" };
+    await store.create(ivy);
+    expect(await store.update(1n, { name: "Lost" }, [STALE])).toEqual({ outcome: "precondition_failed", current: ivy });
+    expect(await database.row(1n)).toEqual({ id: 1n, name: "Ivy", tag: null });
+  });
+
+  it("update of a missing plant is not_found whatever If-Match says", async () => {
+    const store = await open();
+    expect(await store.update(5n, { name: "x" }, "*")).toEqual({ outcome: "not_found" });
+    expect(await store.update(5n, { name: "x" }, [STALE])).toEqual({ outcome: "not_found" });
+    expect(await database.count()).toBe(0);
+  });
+
+  it("update that changes nothing answers the plant as it is", async () => {
+    const store = await open();
+    const moss = { id: 2n, name: "Moss", tag: "t" };
+    await store.create(moss);
+    expect(await store.update(2n, { name: "Moss", tag: "t" }, [plantETag(moss)])).toEqual({
+      outcome: "written",
+      plant: moss,
+      created: false,
+    });
+    expect(await store.update(2n, {}, [plantETag(moss)])).toEqual({ outcome: "written", plant: moss, created: false });
+  });
+
+  it("replace stores the whole plant when If-Match holds (an absent tag removes it), and fails on a free id", async () => {
+    const store = await open();
+    const sage = { id: -(2n ** 63n), name: "Sage", tag: "herb" };
+    await store.create(sage);
+    expect(await store.replace({ id: sage.id, name: "Thyme" }, { ifMatch: [plantETag(sage)] })).toEqual({
+      outcome: "written",
+      plant: { id: sage.id, name: "Thyme" },
+      created: false,
+    });
+    expect(await database.row(sage.id)).toEqual({ id: sage.id, name: "Thyme", tag: null });
+    expect(await store.replace({ id: sage.id, name: "Mint" }, { ifMatch: [plantETag(sage)] })).toEqual({
+      outcome: "precondition_failed",
+      current: { id: sage.id, name: "Thyme" },
+    });
+    expect(await store.replace({ id: 9n, name: "Mint" }, { ifMatch: "*" })).toEqual({
+      outcome: "precondition_failed",
+      current: undefined,
+    });
+    expect(await database.row(9n)).toBeUndefined();
+  });
+
+  it("replace with If-None-Match * creates only on a free id, and answers the plant there otherwise", async () => {
+    const store = await open();
+    const rose = { id: 3n, name: "Rose", tag: "red" };
+    expect(await store.replace(rose, { ifNoneMatch: "*" })).toEqual({ outcome: "written", plant: rose, created: true });
+    expect(await database.row(3n)).toEqual({ id: 3n, name: "Rose", tag: "red" });
+    // Taken, even by the very same plant: If-None-Match * fails.
+    expect(await store.replace(rose, { ifNoneMatch: "*" })).toEqual({ outcome: "precondition_failed", current: rose });
+    expect(await store.replace({ id: 3n, name: "Tulip" }, { ifNoneMatch: "*" })).toEqual({
+      outcome: "precondition_failed",
+      current: rose,
+    });
+    expect(await database.row(3n)).toEqual({ id: 3n, name: "Rose", tag: "red" });
+  });
+
+  it("delete with If-Match deletes only while it holds; a missing plant is not_found", async () => {
+    const store = await open();
+    const oak = { id: 4n, name: "Oak" };
+    await store.create(oak);
+    expect(await store.delete(4n, [STALE])).toEqual({ outcome: "precondition_failed", current: oak });
+    expect(await database.row(4n)).toEqual({ id: 4n, name: "Oak", tag: null });
+    expect(await store.delete(4n, [plantETag(oak)])).toBe("deleted");
+    expect(await database.row(4n)).toBeUndefined();
+    expect(await store.delete(4n, [plantETag(oak)])).toBe("not_found");
+    expect(await store.delete(4n, "*")).toBe("not_found");
+  });
+
+  it.each([
+    ["one store", 1],
+    ["two stores (two processes) on one database", 2],
+  ])("of 50 updates carrying one ETag, from %s, exactly one is written and it is what is stored", async (_, count) => {
+    const stores = await Promise.all(Array.from({ length: count }, () => open()));
+    const original = { id: 7n, name: "Basil", tag: "herb" };
+    await stores[0]!.create(original);
+    const etag = plantETag(original);
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => stores[i % count]!.update(7n, { name: `writer ${i}` }, [etag])),
+    );
+    const written = outcomes.filter((o) => o.outcome === "written");
+    expect(written).toHaveLength(1);
+    const winner = written[0]!.plant;
+    expect(outcomes.filter((o) => o.outcome === "precondition_failed")).toHaveLength(49);
+    for (const o of outcomes) if (o.outcome === "precondition_failed") expect(o.current).toEqual(winner);
+    expect(await database.row(7n)).toEqual({ id: 7n, name: winner.name, tag: "herb" });
+  });
+});
+
 describe(`migrations (${TEST_BACKEND})`, () => {
   it("report those applied against those this build knows, and fewer when the database is behind", async () => {
     const store = await open();
@@ -465,6 +606,147 @@ describe(`issued tokens (${TEST_BACKEND})`, () => {
     expect((await tokens.findToken(kept.id))?.lastUsedAt).toBe(7_000);
     expect((await tokens.findToken(expiring.id))?.lastUsedAt).toBe(6_500);
     expect(await tokens.tokenChangeVersion()).toBe(version);
+  });
+});
+
+describe(`webhook event types (${TEST_BACKEND})`, () => {
+  const SECRET = `whsec_${Buffer.alloc(24, 5).toString("base64")}`;
+  const MAX = 2n ** 63n - 1n;
+  const ENVELOPE =
+    /^\{"type":"(plant\.(?:created|updated|deleted))","timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)","data":(.*)\}$/;
+
+  /** Every delivery due now, claimed, as `{type or "bare"} {data}` per subscriber, in the order written. */
+  async function announced(store: WebhookQueue): Promise<Map<string, string[]>> {
+    const now = Date.now() + 1;
+    const bySubscriber = new Map<string, string[]>();
+    const claimed = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 1_000 });
+    for (const d of claimed.sort((a, b) => a.deliveryId - b.deliveryId)) {
+      const envelope = ENVELOPE.exec(d.payload);
+      if (envelope !== null) {
+        // The change's time, RFC 3339 in UTC, and when the event was written.
+        expect(Date.parse(envelope[2]!)).toBe(d.createdAt);
+      }
+      const seen = envelope === null ? `bare ${d.payload}` : `${envelope[1]} ${envelope[3]}`;
+      bySubscriber.set(d.subscriberId, [...(bySubscriber.get(d.subscriberId) ?? []), seen]);
+      await store.recordAttempt({
+        deliveryId: d.deliveryId,
+        subscriberId: d.subscriberId,
+        attemptedAt: now,
+        durationMs: 1,
+        statusCode: 204,
+        error: null,
+        result: "delivered",
+        nextAttemptAt: now,
+      });
+    }
+    return bySubscriber;
+  }
+
+  it("go to each subscriber as it chose: the bare new plant to one without types, envelopes of its types to the others", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    const legacy = await admin.add("http://127.0.0.1:9/legacy", SECRET);
+    const all = await admin.add("http://127.0.0.1:9/all", SECRET, ["plant.created", "plant.updated", "plant.deleted"]);
+    const changes = await admin.add("http://127.0.0.1:9/changes", SECRET, ["plant.updated", "plant.deleted"]);
+    expect((await admin.list()).map((s) => [s.url, s.events]).sort()).toEqual(
+      [
+        [legacy.url, null],
+        [all.url, ["plant.created", "plant.updated", "plant.deleted"]],
+        [changes.url, ["plant.updated", "plant.deleted"]],
+      ].sort(),
+    );
+
+    const fern = { id: MAX, name: 'Fern "big"', tag: "green" };
+    expect(await store.create(fern)).toBe("created");
+    expect(await store.create(fern)).toBe("replayed");
+    const json = '{"id":9223372036854775807,"name":"Fern \\"big\\"","tag":"green"}';
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, [`bare ${json}`]],
+        [all.id, [`plant.created ${json}`]],
+      ]),
+    );
+
+    // A change, one that changes nothing, a stale one, a replacement: only real changes are announced.
+    const renamed = await store.update(MAX, { name: "Fern", tag: null }, [plantETag(fern)]);
+    expect(renamed.outcome).toBe("written");
+    const plant = { id: MAX, name: "Fern" };
+    expect(await store.update(MAX, { name: "Fern" }, [plantETag(plant)])).toMatchObject({ outcome: "written" });
+    expect(await store.update(MAX, { name: "Lost" }, [plantETag(fern)])).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await store.replace({ id: MAX, name: "Fern", tag: "t" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "written",
+    });
+    expect(await store.replace({ id: MAX, name: "Fern", tag: "t" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "written",
+    });
+    const updates = [
+      'plant.updated {"id":9223372036854775807,"name":"Fern"}',
+      'plant.updated {"id":9223372036854775807,"name":"Fern","tag":"t"}',
+    ];
+    expect(await announced(store)).toEqual(
+      new Map([
+        [all.id, updates],
+        [changes.id, updates],
+      ]),
+    );
+
+    // A stale delete deletes nothing and announces nothing; a delete, its id alone.
+    expect(await store.delete(MAX, [plantETag(fern)])).toMatchObject({ outcome: "precondition_failed" });
+    expect(await store.delete(MAX, "*")).toBe("deleted");
+    expect(await store.delete(MAX)).toBe("not_found");
+    expect(await store.create({ id: 1n, name: "One" })).toBe("created");
+    expect(await store.delete(1n)).toBe("deleted");
+    const [first, second] = ['plant.deleted {"id":9223372036854775807}', 'plant.deleted {"id":1}'];
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, ['bare {"id":1,"name":"One"}']],
+        [all.id, [first, 'plant.created {"id":1,"name":"One"}', second]],
+        [changes.id, [first, second]],
+      ]),
+    );
+
+    // Created through a replace on a free id: a new plant like any other; on a taken id, nothing.
+    expect(await store.replace({ id: 2n, name: "Two" }, { ifNoneMatch: "*" })).toMatchObject({ created: true });
+    expect(await store.replace({ id: 2n, name: "Two" }, { ifNoneMatch: "*" })).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, ['bare {"id":2,"name":"Two"}']],
+        [all.id, ['plant.created {"id":2,"name":"Two"}']],
+      ]),
+    );
+  });
+
+  it("write no event for a type nobody chose, and none to a disabled subscriber", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    await admin.add("http://127.0.0.1:9/deleted", SECRET, ["plant.deleted"]);
+    const off = await admin.add("http://127.0.0.1:9/off", SECRET, ["plant.created", "plant.updated"]);
+    await backend.exec(database, `UPDATE webhook_subscribers SET active = false WHERE id = '${off.id}'`);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => store.create({ id: BigInt(i), name: "x" })));
+    expect(await store.update(1n, { name: "y" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await store.webhookBacklog()).toBe(0);
+    expect(await store.delete(1n)).toBe("deleted");
+    expect(await store.webhookBacklog()).toBe(1);
+  });
+
+  it("keep the subscribers of a database migrated from before event types on the bare new-plant payload", async () => {
+    await backend.migrateTo(database, 5);
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_old', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    const store = await open();
+    expect(await store.migrations!()).toEqual({ applied: migrations.length, known: migrations.length });
+    const admin = await webhookAdmin();
+    expect((await admin.list()).map((s) => [s.id, s.events])).toEqual([["whk_old", null]]);
+    expect(await store.create({ id: 1n, name: "Fern" })).toBe("created");
+    expect(await store.update(1n, { tag: "t" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await store.delete(1n)).toBe("deleted");
+    expect(await announced(store)).toEqual(new Map([["whk_old", ['bare {"id":1,"name":"Fern"}']]]));
   });
 });
 

@@ -2,9 +2,17 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { ChangeKind } from "../../changes/change-log.ts";
 import type { ItemFailure } from "../group-commit.ts";
-import { type PlantRow, samePlant } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import { ifMatchHolds } from "../plant-etag.ts";
+import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
+import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
@@ -15,6 +23,9 @@ import type {
   WriteOp,
 } from "./writer-protocol.ts";
 
+/** Whether any active subscriber takes the bare new-plant payload, and each event type. */
+type Audience = Record<"bare" | WebhookEventType, boolean>;
+
 /**
  * Commits one batch of writes (creations, deletions and webhook bookkeeping, in arrival order) in
  * one transaction (one fsync). A statement that fails alone fails alone; a failure that ends the
@@ -23,10 +34,18 @@ import type {
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
+  const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ? RETURNING tag");
-  const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
+  const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
+  // Who is listening, read once per batch that writes anything to announce: bare (legacy)
+  // subscribers of new plants, and those that chose each event type.
+  const chose = (type: WebhookEventType) => `count(*) FILTER (WHERE instr(',' || events || ',', ',${type},') > 0)`;
+  const audienceOf = db.prepare(
+    `SELECT count(*) FILTER (WHERE events IS NULL) AS bare, ${WEBHOOK_EVENT_TYPES.map((t) => `${chose(t)} AS "${t}"`).join(", ")}
+     FROM webhook_subscribers WHERE active = 1`,
+  );
   const insertEvent = db.prepare(
-    "INSERT INTO webhook_events (message_id, payload, created_at, change_position) VALUES (?, ?, ?, ?)",
+    "INSERT INTO webhook_events (message_id, type, payload, created_at, change_position) VALUES (?, ?, ?, ?, ?)",
   );
   // The position is the next rowid: this writer holds the database's write lock (BEGIN IMMEDIATE)
   // until it commits, across processes too, so positions follow commit order by construction.
@@ -42,9 +61,13 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
          (SELECT max(position) FROM plant_changes))
        ORDER BY position LIMIT ?)`,
   );
-  const insertDeliveries = db.prepare(
+  const insertBareDeliveries = db.prepare(
     `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1`,
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND events IS NULL`,
+  );
+  const insertTypedDeliveries = db.prepare(
+    `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND instr(',' || events || ',', ?) > 0`,
   );
   const claim = db.prepare(
     `UPDATE webhook_deliveries SET lease_until = ?
@@ -83,36 +106,54 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
 
   let eventsWritten = 0;
   let changesWritten = 0;
-  let subscribersInBatch: boolean | undefined;
+  let audienceInBatch: Audience | undefined;
+  const audience = (): Audience => {
+    if (audienceInBatch !== undefined) return audienceInBatch;
+    const counts = audienceOf.get() as Record<keyof Audience, number | bigint>;
+    audienceInBatch = {
+      bare: Number(counts.bare) > 0,
+      "plant.created": Number(counts["plant.created"]) > 0,
+      "plant.updated": Number(counts["plant.updated"]) > 0,
+      "plant.deleted": Number(counts["plant.deleted"]) > 0,
+    };
+    return audienceInBatch;
+  };
 
-  /** One change in the log, in this transaction; its position. */
+  /**
+   * One change of a plant, in this transaction: its row in the change log, and the webhook events
+   * of the subscribers that want it (the outbox), all with the same JSON, time and position.
+   * Without subscribers the events cost one read per batch.
+   */
   const recordChange = (
     kind: ChangeKind,
     plantId: bigint,
     data: string,
     tag: string | null,
     previousTag: string | null,
-    at: number,
-  ): number | bigint => {
+  ): void => {
+    const now = Date.now();
+    const position = insertChange.run(kind, plantId, data, tag, previousTag, now).lastInsertRowid;
     changesWritten++;
-    return insertChange.run(kind, plantId, data, tag, previousTag, at).lastInsertRowid;
+    const who = audience();
+    if (kind === "plant.created" && who.bare) {
+      // Exactly the payload subscribers received before event types existed.
+      const event = insertEvent.run(newMessageId(), null, data, now, position);
+      insertBareDeliveries.run(event.lastInsertRowid, now, now);
+      eventsWritten++;
+    }
+    if (who[kind]) {
+      const event = insertEvent.run(newMessageId(), kind, eventEnvelope(kind, now, data), now, position);
+      insertTypedDeliveries.run(event.lastInsertRowid, now, now, `,${kind},`);
+      eventsWritten++;
+    }
   };
 
   const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
-      // Only a new plant is announced (never a replay), in this same transaction: the change log
-      // and the outbox, with the same JSON.
-      const now = Date.now();
-      const data = newPlantPayload(plant);
-      const position = recordChange("plant.created", plant.id, data, plant.tag, null, now);
-      subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
-      if (subscribersInBatch) {
-        const event = insertEvent.run(newMessageId(), data, now, position);
-        insertDeliveries.run(event.lastInsertRowid, now, now);
-        eventsWritten++;
-      }
+      // Only a new plant is announced (never a replay).
+      recordChange("plant.created", plant.id, newPlantPayload(plant), plant.tag, null);
       return "created";
     }
     const existing = select.get(plant.id) as Omit<PlantRow, "id"> | undefined;
@@ -120,11 +161,55 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     return "conflict";
   };
 
-  const deleteOne = (id: bigint): DeleteOutcome => {
+  /**
+   * Reads the plant and checks `ifMatch` inside this batch's transaction, which holds SQLite's write
+   * lock (BEGIN IMMEDIATE): nothing, in this process or another, writes between the check and the write.
+   */
+  const checked = (id: bigint, ifMatch: IfMatch): PlantRow | PreconditionFailed | undefined => {
+    const row = selectRow.get(id) as PlantRow | undefined;
+    if (row === undefined || ifMatchHolds(ifMatch, plantFromRow(row))) return row;
+    return { outcome: "precondition_failed", current: plantFromRow(row) };
+  };
+
+  /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, no change and no event). */
+  const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
+    if (!samePlant(row, wanted)) {
+      rewrite.run(wanted.name, wanted.tag, wanted.id);
+      recordChange("plant.updated", wanted.id, newPlantPayload(wanted), wanted.tag, row.tag);
+    }
+    return { outcome: "written", plant: plantFromRow(wanted), created: false };
+  };
+
+  const update = (op: Extract<WriteOp, { op: "update" }>): WriteOutcome => {
+    const row = checked(op.id, op.ifMatch);
+    if (row === undefined) return { outcome: "not_found" };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, patchedRow(row, op.change));
+  };
+
+  const replace = (op: Extract<WriteOp, { op: "replace" }>): WriteOutcome => {
+    const wanted: PlantRow = { id: op.id, name: op.name, tag: op.tag };
+    if (op.ifMatch === undefined) {
+      if (insertOne(wanted) === "created") return { outcome: "written", plant: plantFromRow(wanted), created: true };
+      const current = selectRow.get(op.id) as PlantRow;
+      return { outcome: "precondition_failed", current: plantFromRow(current) };
+    }
+    const row = checked(op.id, op.ifMatch);
+    // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
+    if (row === undefined) return { outcome: "precondition_failed", current: undefined };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, wanted);
+  };
+
+  const deleteOne = (id: bigint, ifMatch: IfMatch | undefined): ItemResult => {
+    if (ifMatch !== undefined) {
+      const row = checked(id, ifMatch);
+      if (row !== undefined && "outcome" in row) return { write: row };
+    }
     const removed = remove.get(id) as { tag: string | null } | undefined;
-    if (removed === undefined) return "not_found";
-    recordChange("plant.deleted", id, `{"id":${id}}`, null, removed.tag, Date.now());
-    return "deleted";
+    if (removed === undefined) return { outcome: "not_found" satisfies DeleteOutcome };
+    recordChange("plant.deleted", id, deletedPlantData(id), null, removed.tag);
+    return { outcome: "deleted" satisfies DeleteOutcome };
   };
 
   const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
@@ -172,7 +257,11 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "create":
         return { outcome: insertOne(op) };
       case "delete":
-        return { outcome: deleteOne(op.id) };
+        return deleteOne(op.id, op.ifMatch);
+      case "update":
+        return { write: update(op) };
+      case "replace":
+        return { write: replace(op) };
       case "claimDeliveries":
         return { claimed: claimDeliveries(op.now, op.leaseUntil, op.limit) };
       case "recordAttempt":
@@ -197,7 +286,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     const started = performance.now();
     eventsWritten = 0;
     changesWritten = 0;
-    subscribersInBatch = undefined;
+    audienceInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
     } catch (error) {

@@ -187,14 +187,20 @@ describe("GET /plants/events", () => {
       (await target.send({ method: "DELETE", path: "/plants/3", headers: { authorization: `Bearer ${TOKEN}` } }))
         .status,
     ).toBe(204);
-    await eventually(() => all.events.length === 7, { what: "all 7 changes" });
-    await eventually(() => indoor.events.length === 3, {
-      what: () => `3 indoor changes (got ${indoor.events.length})`,
+    // Through the store: the HTTP update is another branch's. Plant 2 leaves the tag, plant 4 joins it.
+    expect(await target.store.update(2n, { tag: "outdoor" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await target.store.update(4n, { tag: "indoor" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await target.store.update(5n, { name: "renamed" }, "*")).toMatchObject({ outcome: "written" });
+    await eventually(() => all.events.length === 10, { what: () => `all 10 changes (got ${all.events.length})` });
+    await eventually(() => indoor.events.length === 5, {
+      what: () => `5 indoor changes (got ${indoor.events.length})`,
     });
     expect(indoor.events.map((event) => [event.event, event.data])).toEqual([
       ["plant.created", '{"id":1,"name":"plant 1","tag":"indoor"}'],
       ["plant.created", '{"id":2,"name":"plant 2","tag":"indoor"}'],
       ["plant.deleted", '{"id":1}'],
+      ["plant.updated", '{"id":2,"name":"plant 2","tag":"outdoor"}'],
+      ["plant.updated", '{"id":4,"name":"plant 4","tag":"indoor"}'],
     ]);
   });
 

@@ -316,6 +316,17 @@ describe("GET /plants/events", () => {
     await eventually(() => other.events.length === 1, { what: "the other stream's event" });
   });
 
+  it("closes the streams of a token once it expires", async () => {
+    const clock = new SkippableClock();
+    const target = await server(events({ authCheckMs: 100 }), clock);
+    const { token } = await issueToken(target.database.url, { expiresAt: clock.now() + 60_000 });
+    const feed = await stream(target.url, { token });
+    await eventually(() => feed.retries.length === 1, { what: "the stream to start" });
+    // The check that falls due after the expiry closes it; skip returns once that check has run.
+    await clock.skip(61_000);
+    expect(await feed.ended).toEqual({ complete: true });
+  });
+
   it("ends its streams cleanly on close, well within the drain deadline", async () => {
     const target = await startTestServer();
     cleanups.push(() => target.database.dispose());

@@ -216,14 +216,20 @@ describe(`the change log (${TEST_BACKEND})`, () => {
       postgres: "SELECT type, payload, created_at, change_position FROM webhook_events ORDER BY id",
     });
     // Every event comes from one change; every change has its enveloped event, a creation its bare one too.
+    type Row = [position: bigint, type: string | null, payload: string, at: number];
     const expected = changes.flatMap((c) => [
-      ...(c.kind === "plant.created" ? [[c.position, null, c.data, c.at.getTime()]] : []),
-      [c.position, c.kind, `{"type":"${c.kind}","timestamp":"${c.at.toISOString()}","data":${c.data}}`, c.at.getTime()],
+      ...(c.kind === "plant.created" ? [[c.position, null, c.data, c.at.getTime()] satisfies Row] : []),
+      [
+        c.position,
+        c.kind,
+        `{"type":"${c.kind}","timestamp":"${c.at.toISOString()}","data":${c.data}}`,
+        c.at.getTime(),
+      ] satisfies Row,
     ]);
-    const key = (e: unknown[]) => `${e[0]}/${e[1]}`;
+    const key = ([position, type]: Row) => `${position}/${type ?? ""}`;
     expect(
       events
-        .map((e) => [BigInt(e.change_position ?? -1), e.type, e.payload, Number(e.created_at)])
+        .map((e): Row => [BigInt(e.change_position ?? -1), e.type, e.payload, Number(e.created_at)])
         .sort((a, b) => key(a).localeCompare(key(b))),
     ).toEqual(expected.sort((a, b) => key(a).localeCompare(key(b))));
   });

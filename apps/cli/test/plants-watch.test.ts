@@ -129,6 +129,16 @@ describe("plantstore plants watch", () => {
     expect(result.stderr).toMatch(new RegExp(`^plantstore: the feed was reset at position ${start}: .*re-list`));
   });
 
+  it("exits 0 without a word when the reader of its output goes away (| head)", async () => {
+    const start = await head();
+    await writer.createPlant({ id: 3_000n, name: "one" });
+    await using cli = spawnCli(["plants", "watch", "--after", String(start), ...auth], env());
+    await cli.lines(1);
+    cli.closeStdout();
+    await writer.createPlant({ id: 3_001n, name: "two" });
+    await expect(cli.exited()).resolves.toMatchObject({ code: 0, stderr: "" });
+  });
+
   it("exits 0 on SIGINT before any change arrived", async () => {
     const opened = proxy.accepted();
     await using cli = spawnCli(["plants", "watch", ...auth], env());

@@ -19,6 +19,8 @@ export type RunningCli = {
   stderrMatching(pattern: RegExp): Promise<string>;
   /** Sends `signal` and waits for the process to exit. */
   stop(signal?: NodeJS.Signals): Promise<CliResult>;
+  /** Stops reading stdout, as `| head -n 1` does once it has its line. */
+  closeStdout(): void;
   /** Waits for the process to exit by itself. */
   exited(): Promise<CliResult>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -49,6 +51,7 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
       child.kill(signal);
       return closed;
     },
+    closeStdout: () => child.stdout!.destroy(),
     exited: () => closed,
     async [Symbol.asyncDispose]() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { Principal } from "../auth/principal.ts";
 import { toApiError } from "../errors.ts";
-import { openStore } from "../storage/open-store.ts";
 import type { Preconditions } from "../preconditions.ts";
+import { openStore } from "../storage/open-store.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { createCallerFactory } from "../trpc.ts";
 import { appRouter } from "./root.ts";

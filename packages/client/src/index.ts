@@ -22,5 +22,13 @@ export type { ListPlantsOptions, PlantPage } from "./list-plants.ts";
 export type { NewPlantInput } from "./new-plant-input.ts";
 export type { PlantRevision } from "./plant-revision.ts";
 export type { ReplacedPlant, ReplacePlantOptions } from "./replace-plant.ts";
-export type { PlantPatch, UpdatePlantOptions } from "./update-plant.ts";
-export type { ErrorCodeName, ListPlantsQuery, NewPlant, Plant, PlantList, WhoAmI } from "@plantstore/schema";
+export type { UpdatePlantOptions } from "./update-plant.ts";
+export type {
+  ErrorCodeName,
+  ListPlantsQuery,
+  NewPlant,
+  Plant,
+  PlantList,
+  PlantPatch,
+  WhoAmI,
+} from "@plantstore/schema";

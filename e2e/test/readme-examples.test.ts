@@ -299,7 +299,7 @@ describe("apps/cli/README.md", () => {
       // The block updated plant 42 twice: its revision from before, as the update section sends it, is stale.
       const updateSection = section(markdown, "`plantstore plants update <id>`");
       const [stale] = codeBlocks(updateSection, "sh");
-      const [refusal] = codeBlocks(updateSection, "");
+      const [refusal] = codeBlocks(updateSection, "text");
       expect(stale).toContain("--if-match");
       const refused = await run("bash", ["-c", stale!], { cwd: store.dir, env: cleanEnv(env) });
       expect(refused).toMatchObject({ code: 1, stdout: "", stderr: refusal });

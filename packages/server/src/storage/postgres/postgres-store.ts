@@ -1,5 +1,5 @@
 import type { NewPlant } from "@plantstore/schema";
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 
 import {
   DEFAULT_POSTGRES_BREAKER,
@@ -22,7 +22,13 @@ import type {
   PreconditionFailed,
   WriteOutcome,
 } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
@@ -54,25 +60,33 @@ export type PostgresStoreOptions = PostgresSettings & {
 
 type Stored = { name: string; tag: string | null };
 
+/** One of the ANNOUNCING statements with its name (prepared per connection), its event and its own values ($5 on). */
+type AnnouncingWrite = { statement: string; name: string; type: WebhookEventType; data: string; values: unknown[] };
+
 /**
  * One statement writes a batch of plants and, for those that are new, their outbox events and
- * one delivery per active subscriber: atomic without an explicit transaction, one round trip.
- * `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a concurrent,
- * uncommitted insert of the same id waits for it to commit or roll back, so two instances can
- * never both create one id.
+ * one delivery per active subscriber of new plants: atomic without an explicit transaction, one
+ * round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a
+ * concurrent, uncommitted insert of the same id waits for it to commit or roll back, so two
+ * instances can never both create one id.
+ *
+ * Subscribers added without event types (`events` NULL) get the bare plant JSON, as before event
+ * types existed; those that chose plant.created get it in a Standard Webhooks envelope, built here
+ * from the same JSON ($7 is the change's time in RFC 3339), under a message id of its own.
  *
  * The events' message ids and payloads ($4, $5) are only built when the last batch saw an active
- * subscriber: without subscribers they cost more client CPU than the rest of the batch. A batch
- * sent without them that finds a subscriber after all (one was added meanwhile) stores nothing
- * (`go` is false) and says so (`subscribed`), and is sent again with them. Whether there are
- * subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
+ * subscriber of new plants: without subscribers they cost more client CPU than the rest of the
+ * batch. A batch sent without them that finds a subscriber after all (one was added meanwhile)
+ * stores nothing (`go` is false) and says so (`subscribed`), and is sent again with them. Whether
+ * there are subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
       AS t(id, name, tag, message_id, payload)
   ), subscribers AS (
-    SELECT id FROM webhook_subscribers WHERE active
+    SELECT id, events IS NULL AS bare FROM webhook_subscribers
+    WHERE active AND (events IS NULL OR 'plant.created' = ANY (events))
   ), go AS (
     SELECT $4::text[] IS NOT NULL OR NOT EXISTS (SELECT 1 FROM subscribers) AS ok
   ), inserted AS (
@@ -80,17 +94,39 @@ const INSERT_BATCH = `
     ON CONFLICT (id) DO NOTHING
     RETURNING id
   ), events AS (
-    INSERT INTO webhook_events (message_id, payload, created_at)
-    SELECT input.message_id, input.payload, $6 FROM input JOIN inserted USING (id)
-    WHERE EXISTS (SELECT 1 FROM subscribers)
-    RETURNING id
+    INSERT INTO webhook_events (message_id, type, payload, created_at)
+    SELECT input.message_id, NULL, input.payload, $6::bigint FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE bare)
+    UNION ALL
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'plant.created',
+           '{"type":"plant.created","timestamp":"' || $7::text || '","data":' || input.payload || '}', $6::bigint
+    FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE NOT bare)
+    RETURNING id, type
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events CROSS JOIN subscribers
+    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events JOIN subscribers ON (events.type IS NULL) = subscribers.bare
   )
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
+
+/**
+ * A change of plants ($5 on) and, when it changed a row and someone chose its event type ($1),
+ * the event (message id $2, payload $3, at $4) and its deliveries: one statement, so one commit.
+ */
+const ANNOUNCING = (change: string) => `
+  WITH changed AS (${change}), subscribers AS (
+    SELECT id FROM webhook_subscribers WHERE active AND $1::text = ANY (events)
+  ), events AS (
+    INSERT INTO webhook_events (message_id, type, payload, created_at)
+    SELECT $2, $1, $3, $4 FROM changed WHERE EXISTS (SELECT 1 FROM subscribers)
+    RETURNING id
+  ), deliveries AS (
+    INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+    SELECT events.id, subscribers.id, 'pending', $4, $4 FROM events CROSS JOIN subscribers
+  )
+  SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM events) AS events`;
 
 /**
  * A compare-and-set: the row is changed only if it still holds what the precondition was checked
@@ -99,14 +135,17 @@ const INSERT_BATCH = `
  * WHERE again on the row that writer committed: of writers holding one ETag, exactly one matches,
  * on every instance.
  */
-const UPDATE_IF_UNCHANGED = `
-  UPDATE plants SET name = $4, tag = $5
-  WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3
-  RETURNING id`;
+const UPDATE_IF_UNCHANGED = ANNOUNCING(`
+  UPDATE plants SET name = $8, tag = $9
+  WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7
+  RETURNING id`);
 
 /** The same compare-and-set for a conditional delete. */
-const DELETE_IF_UNCHANGED = `
-  DELETE FROM plants WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3 RETURNING id`;
+const DELETE_IF_UNCHANGED = ANNOUNCING(
+  "DELETE FROM plants WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7 RETURNING id",
+);
+
+const DELETE = ANNOUNCING("DELETE FROM plants WHERE id = $5 RETURNING id");
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -248,6 +287,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
           withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
           now,
+          new Date(now).toISOString(),
         ],
         "plants_insert_batch",
       ),
@@ -306,52 +346,121 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   /**
-   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` only if the row is
-   * still what was read (UPDATE_IF_UNCHANGED): the check and the write are one atomic step with
-   * no transaction held open across round trips. Someone else's write in between: read again.
+   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` in one compare-and-set
+   * (UPDATE_IF_UNCHANGED): the check and the write are one atomic step, in two round trips and
+   * without a transaction held open between them.
    */
-  async #rewrite(
+  #rewrite(
     id: bigint,
     ifMatch: IfMatch,
     wanted: (row: PlantRow) => PlantRow,
     missing: WriteOutcome,
   ): Promise<WriteOutcome> {
-    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
-      const row = await this.#row(id);
-      if (row === undefined) return missing;
-      const current = plantFromRow(row);
-      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
+    return this.#conditionally(id, ifMatch, missing, (row) => {
       const next = wanted(row);
-      // A change that changes nothing writes nothing.
-      if (samePlant(row, next)) return { outcome: "written", plant: current, created: false };
-      // Not repeated on a broken connection (#withRetry): whether it committed would be unknown.
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, UPDATE_IF_UNCHANGED, [id, row.name, row.tag, next.name, next.tag], "plants_update"),
-      );
-      if (rows.length === 1) return { outcome: "written", plant: plantFromRow(next), created: false };
-    }
-    throw new Error("could not settle a conditional write: the plant kept changing");
+      // A change that changes nothing writes nothing, and announces nothing.
+      if (samePlant(row, next)) return { outcome: { outcome: "written", plant: plantFromRow(row), created: false } };
+      return {
+        outcome: { outcome: "written", plant: plantFromRow(next), created: false },
+        write: {
+          statement: UPDATE_IF_UNCHANGED,
+          name: "plants_update",
+          type: "plant.updated",
+          data: newPlantPayload(next),
+          values: [id, row.name, row.tag, next.name, next.tag],
+        },
+      };
+    });
   }
 
   async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
-    if (ifMatch === undefined) {
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
-      );
-      return rows.length === 1 ? "deleted" : "not_found";
+    const data = deletedPlantData(id);
+    // `*` holds for any stored plant: an unconditional delete (a missing plant is not_found either way).
+    if (ifMatch === undefined || ifMatch === "*") {
+      const write = { statement: DELETE, name: "plants_delete", type: "plant.deleted" as const, data, values: [id] };
+      const { changed } = await this.#breaker.call(() => this.#announcing(this.#pool, write));
+      return changed ? "deleted" : "not_found";
     }
-    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
-      const row = await this.#row(id);
-      if (row === undefined) return "not_found";
+    const outcome = await this.#conditionally(id, ifMatch, { outcome: "not_found" }, (row) => ({
+      outcome: { outcome: "written", plant: plantFromRow(row), created: false },
+      write: {
+        statement: DELETE_IF_UNCHANGED,
+        name: "plants_delete_if_unchanged",
+        type: "plant.deleted",
+        data,
+        values: [id, row.name, row.tag],
+      },
+    }));
+    if (outcome.outcome === "written") return "deleted";
+    return outcome.outcome === "not_found" ? "not_found" : outcome;
+  }
+
+  /**
+   * A conditional write: read, check `ifMatch`, then `plan`'s compare-and-set, which writes only if
+   * the row is still what was read. When someone else wrote in between and the precondition may
+   * still hold (`*`, or a list of several tags), it is done again under the row's lock
+   * (`SELECT … FOR UPDATE` in one transaction), so writers racing on one plant cannot starve one
+   * another through failed compare-and-sets. Every statement goes through the breaker.
+   */
+  async #conditionally(
+    id: bigint,
+    ifMatch: IfMatch,
+    missing: WriteOutcome,
+    plan: (row: PlantRow) => { outcome: WriteOutcome; write?: AnnouncingWrite },
+  ): Promise<WriteOutcome> {
+    type Plan = { outcome: WriteOutcome; write?: AnnouncingWrite };
+    const decide = (row: PlantRow | undefined): Plan => {
+      if (row === undefined) return { outcome: missing };
       const current = plantFromRow(row);
-      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, DELETE_IF_UNCHANGED, [id, row.name, row.tag], "plants_delete_if_unchanged"),
-      );
-      if (rows.length === 1) return "deleted";
+      if (!ifMatchHolds(ifMatch, current)) return { outcome: { outcome: "precondition_failed", current } };
+      return plan(row);
+    };
+    const optimistic = decide(await this.#row(id));
+    const write = optimistic.write;
+    if (write === undefined) return optimistic.outcome;
+    const written = await this.#breaker.call(() => this.#announcing(this.#pool, write));
+    if (written.changed) return this.#announced(written, optimistic.outcome);
+    const locked = await this.#breaker.call(() =>
+      inTransaction(this.#pool, async (client) => {
+        const { rows } = await client.query<PlantRow>("SELECT id, name, tag FROM plants WHERE id = $1 FOR UPDATE", [
+          id,
+        ]);
+        const decided = decide(rows[0]);
+        if (decided.write === undefined) return { decided, written: { changed: false, events: false } };
+        return { decided, written: await this.#announcing(client, decided.write) };
+      }),
+    );
+    // Announced only once committed: the dispatcher would otherwise look before the event is there.
+    return this.#announced(locked.written, locked.decided.outcome);
+  }
+
+  #announced<T>(written: { events: boolean }, outcome: T): T {
+    if (written.events) for (const listener of this.#eventListeners) listener();
+    return outcome;
+  }
+
+  /**
+   * One ANNOUNCING statement: whether it changed a row and wrote an event. Never repeated on a
+   * broken connection (#withRetry): whether it committed would be unknown, and a repeated
+   * compare-and-set would fail on its own write.
+   */
+  async #announcing(
+    db: Pool | PoolClient,
+    { statement, name, type, data, values }: AnnouncingWrite,
+  ): Promise<{ changed: boolean; events: boolean }> {
+    const now = Date.now();
+    let rows: Array<{ changed: bigint; events: bigint }>;
+    try {
+      ({ rows } = await db.query<{ changed: bigint; events: bigint }>({
+        name,
+        text: statement,
+        values: [type, newMessageId(), eventEnvelope(type, now, data), now, ...values],
+      }));
+    } catch (error) {
+      throw asStoreError(error);
     }
-    throw new Error("could not settle a conditional delete: the plant kept changing");
+    return { changed: (rows[0]?.changed ?? 0n) > 0n, events: (rows[0]?.events ?? 0n) > 0n };
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {

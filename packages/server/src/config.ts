@@ -248,6 +248,32 @@ export const SETTINGS = {
     default: "20000",
     help: "Time a stop (SIGTERM/SIGINT) may take; past it the process exits 1 (see _Stopping_).",
   }),
+  events: {
+    heartbeatMs: setting({
+      env: "PLANTSTORE_EVENTS_HEARTBEAT_MS",
+      type: int(10, 15_000),
+      default: "15000",
+      help: "`GET /plants/events`: a `: heartbeat` comment is written to every open stream this often (at most 15 s), so proxies and clients see it alive.",
+    }),
+    bufferLimitBytes: setting({
+      env: "PLANTSTORE_EVENTS_BUFFER_LIMIT",
+      type: int(1024, 64 * 1024 * 1024),
+      default: "262144",
+      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. Each open stream holds at most about this much memory.",
+    }),
+    authCheckMs: setting({
+      env: "PLANTSTORE_EVENTS_AUTH_CHECK_MS",
+      type: int(100, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the token of each open stream is checked again. A stream whose token was revoked or expired closes within this time plus 1 s (how long an issued token's revocation takes to reach every instance).",
+    }),
+    pollMs: setting({
+      env: "PLANTSTORE_EVENTS_POLL_MS",
+      type: int(10, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the change log is read without a wake-up (a lost PostgreSQL notification delays an event by at most this much).",
+    }),
+  },
   corsOrigins: setting({
     env: "PLANTSTORE_CORS_ORIGINS",
     type: List,

@@ -3,7 +3,9 @@ import { Command, CommanderError } from "commander";
 
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
 import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
+import { addPlantsGetCommand } from "./commands/plants-get.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
+import { addPlantsUpdateCommand } from "./commands/plants-update.ts";
 import { addPlantsWatchCommand } from "./commands/plants-watch.ts";
 import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
@@ -22,6 +24,8 @@ function createProgram(io: Io): Command {
   const plants = program.command("plants").description("Work with plants.");
   addPlantsCreateCommand(plants, io);
   addPlantsListCommand(plants, io);
+  addPlantsGetCommand(plants, io);
+  addPlantsUpdateCommand(plants, io);
   addPlantsDeleteCommand(plants, io);
   addPlantsWatchCommand(plants, io);
   addWhoAmICommand(program, io);

@@ -24,6 +24,9 @@ const CLIENT_METHOD = {
   "plants.create": "createPlant",
   "plants.list": "listPlants",
   "plants.delete": "deletePlant",
+  "plants.get": "getPlant",
+  "plants.update": "updatePlant",
+  "plants.replace": "replacePlant",
   "whoami.get": "whoAmI",
 } as const satisfies Record<ProcedurePath<AppRouter["_def"]["record"]>, keyof PlantStoreClient>;
 
@@ -40,6 +43,9 @@ const CALL: Record<OperationMethod, (client: PlantStoreClient) => Promise<unknow
   createPlant: (client) => client.createPlant({ id: 7, name: "Monstera" }),
   listPlants: (client) => client.listPlants(),
   deletePlant: (client) => client.deletePlant(7),
+  getPlant: (client) => client.getPlant(7),
+  updatePlant: (client) => client.updatePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
+  replacePlant: (client) => client.replacePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
   whoAmI: (client) => client.whoAmI(),
   // A 503 is retried; the first retry's cause, thrown from onReconnect, ends the iteration with it.
   watchPlants: (client) =>

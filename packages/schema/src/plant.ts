@@ -53,3 +53,21 @@ export const NewPlant = z
   .object({ id: PlantId, ...Plant.shape })
   .meta({ id: "NewPlant", examples: [NEW_PLANT_EXAMPLE] });
 export type NewPlant = z.infer<typeof NewPlant>;
+
+/**
+ * The body of `PATCH /plants/{id}`, a JSON merge patch (RFC 7396): a field left out keeps its
+ * value, `"tag": null` removes the tag, and what is sent follows NewPlant's rules. Unlike
+ * `POST /plants` (which ignores unknown fields, as it always has), a patch with an unknown field
+ * is refused: a misspelt `"nmae"` would otherwise answer 200 and change nothing, a lost update in
+ * all but name. An `id` is refused by the server too, as the path names the plant.
+ */
+export const PlantPatch = z
+  .object({
+    name: PlantName.optional(),
+    tag: PlantTag.nullable()
+      .optional()
+      .meta({ description: "A tag that specifies the type of the plant; null removes it" }),
+  })
+  .strict()
+  .meta({ id: "PlantPatch", examples: [{ tag: "outdoor" }] });
+export type PlantPatch = z.infer<typeof PlantPatch>;

@@ -24,4 +24,5 @@ export {
   PlantIdPath,
   PlantList,
 } from "./query.ts";
+export { EventPositionText, FeedResetData, PLANT_EVENT_KINDS, PlantDeletedData } from "./plant-events.ts";
 export { WhoAmI } from "./whoami.ts";

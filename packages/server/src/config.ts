@@ -54,6 +54,16 @@ const rateLimit = (name: string) =>
       return { name, points: Number(points), windowSec: Number(window) };
     });
 
+/** A duration as `<n>d`, `<n>h`, `<n>m` or `<n>s` (e.g. `24h`), in milliseconds. */
+const Duration = (min: string, minMs: number) =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,6}[dhms]$/, { error: "must be <n>d, <n>h, <n>m or <n>s (e.g. 24h)" })
+    .transform(
+      (text) => Number(text.slice(0, -1)) * { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 }[text.at(-1)!]!,
+    )
+    .refine((ms) => ms >= minMs, { error: `must be at least ${min}` });
+
 const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
 export const DEFAULT_DATABASE_URL = "sqlite:./data/plantstore.db";
@@ -238,6 +248,32 @@ export const SETTINGS = {
     default: "20000",
     help: "Time a stop (SIGTERM/SIGINT) may take; past it the process exits 1 (see _Stopping_).",
   }),
+  events: {
+    heartbeatMs: setting({
+      env: "PLANTSTORE_EVENTS_HEARTBEAT_MS",
+      type: int(10, 15_000),
+      default: "15000",
+      help: "`GET /plants/events`: a `: heartbeat` comment is written to every open stream this often (at most 15 s), so proxies and clients see it alive.",
+    }),
+    bufferLimitBytes: setting({
+      env: "PLANTSTORE_EVENTS_BUFFER_LIMIT",
+      type: int(1024, 64 * 1024 * 1024),
+      default: "262144",
+      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. Each open stream holds at most about this much memory.",
+    }),
+    authCheckMs: setting({
+      env: "PLANTSTORE_EVENTS_AUTH_CHECK_MS",
+      type: int(100, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the token of each open stream is checked again. A stream whose token was revoked or expired closes within this time plus 1 s (how long an issued token's revocation takes to reach every instance).",
+    }),
+    pollMs: setting({
+      env: "PLANTSTORE_EVENTS_POLL_MS",
+      type: int(10, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the change log is read without a wake-up (a lost PostgreSQL notification delays an event by at most this much).",
+    }),
+  },
   corsOrigins: setting({
     env: "PLANTSTORE_CORS_ORIGINS",
     type: List,
@@ -290,6 +326,12 @@ export const SETTINGS = {
     type: int(10, 3_600_000),
     default: "5000",
     help: "First retry delay; it doubles per attempt up to 6 h, with ±50% jitter.",
+  }),
+  changesRetention: setting({
+    env: "PLANTSTORE_CHANGES_RETENTION",
+    type: Duration("1m", 60_000),
+    default: "24h",
+    help: "How long the change log keeps a change (`<n>d`, `<n>h`, `<n>m` or `<n>s`; at least `1m`): a `GET /plants/events` client may resume after any position this recent; one older gets `event: reset` and re-lists. The newest change is always kept. Every instance prunes about every tenth of this (at most every minute).",
   }),
   logLevel: setting({
     env: "PLANTSTORE_LOG_LEVEL",

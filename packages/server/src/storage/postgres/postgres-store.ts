@@ -1,11 +1,13 @@
 import type { NewPlant } from "@plantstore/schema";
-import type { Pool } from "pg";
+import type { Pool, QueryResultRow } from "pg";
 
+import type { Change, ChangeLog } from "../../changes/change-log.ts";
 import {
   DEFAULT_POSTGRES_BREAKER,
   PostgresBreaker,
   type PostgresBreakerSettings,
 } from "../../resilience/postgres-breaker.ts";
+import { CHANGE_COLUMNS, changeFromRow, type ChangeRetention, logBounds, type StoredChange } from "../change-rows.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { plantFromRow, type PlantRow, plantRow, samePlant } from "../plant-rows.ts";
@@ -18,10 +20,12 @@ import type {
   PlantStore,
   WriteOutcome,
 } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import { newMessageId } from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
+import { ChangeNotifications } from "./change-notifications.ts";
+import { plantJsonSql, TAKE_POSITIONS } from "./change-positions.ts";
 import { migratePostgres } from "./migrations.ts";
 import {
   asStoreError,
@@ -51,22 +55,28 @@ export type PostgresStoreOptions = PostgresSettings & {
 type Stored = { name: string; tag: string | null };
 
 /**
- * One statement writes a batch of plants and, for those that are new, their outbox events and
- * one delivery per active subscriber: atomic without an explicit transaction, one round trip.
- * `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a concurrent,
- * uncommitted insert of the same id waits for it to commit or roll back, so two instances can
- * never both create one id.
+ * One statement writes a batch of plants and, for those that are new, their changes (the change
+ * log), outbox events and one delivery per active subscriber: atomic without an explicit
+ * transaction, one round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an insert
+ * that meets a concurrent, uncommitted insert of the same id waits for it to commit or roll back,
+ * so two instances can never both create one id.
  *
- * The events' message ids and payloads ($4, $5) are only built when the last batch saw an active
- * subscriber: without subscribers they cost more client CPU than the rest of the batch. A batch
- * sent without them that finds a subscriber after all (one was added meanwhile) stores nothing
- * (`go` is false) and says so (`subscribed`), and is sent again with them. Whether there are
- * subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
+ * The changes take their positions under the change lock (./change-positions.ts) only once every
+ * plant of the batch is written (`positioned` counts `inserted` first), so the lock is held for
+ * the rest of this statement and its commit, never while waiting on a row. Each change's data is
+ * built here from the row (plantJsonSql), and its webhook event carries that same text and its
+ * position: one change, one JSON, for the feed and the webhooks alike.
+ *
+ * The events' message ids ($4) are only built when the last batch saw an active subscriber:
+ * without subscribers they cost more client CPU than the rest of the batch. A batch sent without
+ * them that finds a subscriber after all (one was added meanwhile) stores nothing (`go` is false)
+ * and says so (`subscribed`), and is sent again with them. Whether there are subscribers is read
+ * once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
-      AS t(id, name, tag, message_id, payload)
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+      AS t(id, name, tag, message_id, ord)
   ), subscribers AS (
     SELECT id FROM webhook_subscribers WHERE active
   ), go AS (
@@ -75,18 +85,55 @@ const INSERT_BATCH = `
     INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input WHERE (SELECT ok FROM go)
     ON CONFLICT (id) DO NOTHING
     RETURNING id
+  ), positioned AS (
+    SELECT ${TAKE_POSITIONS} FROM (SELECT count(*) AS n FROM inserted) AS written WHERE n > 0
+  ), changes AS (
+    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+    SELECT nextval('plant_changes_position'), 'plant.created', id, ${plantJsonSql("id", "name", "tag")}, tag, NULL, $5
+    FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT FROM positioned)
+    ORDER BY ord
+    RETURNING position, plant_id, data
   ), events AS (
-    INSERT INTO webhook_events (message_id, payload, created_at)
-    SELECT input.message_id, input.payload, $6 FROM input JOIN inserted USING (id)
+    INSERT INTO webhook_events (message_id, payload, created_at, change_position)
+    SELECT input.message_id, changes.data, $5, changes.position FROM changes JOIN input ON input.id = changes.plant_id
     WHERE EXISTS (SELECT 1 FROM subscribers)
     RETURNING id
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events CROSS JOIN subscribers
+    SELECT events.id, subscribers.id, 'pending', $5, $5 FROM events CROSS JOIN subscribers
   )
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
+
+/**
+ * A deletion and its change in one statement (so one commit): the change's position is taken
+ * once the row is deleted (see ./change-positions.ts).
+ */
+const DELETE_PLANT = `
+  WITH deleted AS (
+    DELETE FROM plants WHERE id = $1 RETURNING id, tag
+  ), positioned AS (
+    SELECT ${TAKE_POSITIONS} FROM deleted
+  ), changes AS (
+    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+    SELECT nextval('plant_changes_position'), 'plant.deleted', id, '{"id":' || id || '}', NULL, tag, $2
+    FROM deleted, positioned
+  )
+  SELECT id FROM deleted`;
+
+/**
+ * Prunes from the oldest position up to the first change still within the retention (or, when
+ * none is, up to the newest, which stays): a walk of the primary key over what it deletes only.
+ */
+const PRUNE_CHANGES = `
+  DELETE FROM plant_changes WHERE position IN (
+    SELECT position FROM plant_changes
+    WHERE position < coalesce(
+      (SELECT position FROM plant_changes WHERE at >= $1 ORDER BY position LIMIT 1),
+      (SELECT max(position) FROM plant_changes))
+    ORDER BY position LIMIT $2)`;
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -100,12 +147,13 @@ const MAX_SETTLE_ROUNDS = 8;
  * flush with `synchronous_commit=on`). Up to `maxBatchesInFlight` batches run at once on separate
  * connections.
  */
-export class PostgresStore implements PlantStore, WebhookQueue {
+export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, ChangeRetention {
   readonly #pool: Pool;
   readonly #breaker: PostgresBreaker;
   readonly #webhooks: PostgresWebhookQueue;
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
+  readonly #notifications: ChangeNotifications;
   // Whether the last batch found an active subscriber: the next one then carries its events.
   #subscribersSeen = true;
 
@@ -126,6 +174,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       },
     });
     this.#webhooks = new PostgresWebhookQueue(pool);
+    this.#notifications = new ChangeNotifications(options);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
       maxBatchSize: options.maxBatchSize ?? 512,
@@ -226,7 +275,6 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           textArrayLiteral(plants.map((p) => p.name)),
           textArrayLiteral(plants.map((p) => p.tag)),
           withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
-          withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
           now,
         ],
         "plants_insert_batch",
@@ -246,6 +294,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     // Sent without events but a subscriber was there: nothing was stored; again, with them.
     if (subscribed && !withEvents) return this.#insert(plants);
     if (events > 0n) for (const listener of this.#eventListeners) listener();
+    if (created.size > 0) this.#notifications.wake();
     return created;
   }
 
@@ -275,10 +324,59 @@ export class PostgresStore implements PlantStore, WebhookQueue {
 
   async delete(id: bigint): Promise<DeleteOutcome> {
     this.#refuseWhenClosed();
-    const rows = await this.#breaker.call(() =>
-      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+    const rows = await this.#breaker.call(() => query(this.#pool, DELETE_PLANT, [id, Date.now()], "plants_delete"));
+    if (rows.length !== 1) return "not_found";
+    this.#notifications.wake();
+    return "deleted";
+  }
+
+  async changesAfter(after: bigint, limit: number): Promise<Change[]> {
+    this.#refuseWhenClosed();
+    const rows = await this.#read<StoredChange>(
+      "changes_after",
+      `SELECT ${CHANGE_COLUMNS} FROM plant_changes WHERE position > $1 ORDER BY position LIMIT $2`,
+      [after, limit],
     );
-    return rows.length === 1 ? "deleted" : "not_found";
+    return rows.map(changeFromRow);
+  }
+
+  async head(): Promise<bigint> {
+    this.#refuseWhenClosed();
+    const [row] = await this.#read<{ head: bigint | null }>(
+      "changes_head",
+      "SELECT max(position) AS head FROM plant_changes",
+    );
+    return row?.head ?? 0n;
+  }
+
+  async oldest(): Promise<bigint> {
+    this.#refuseWhenClosed();
+    const [row] = await this.#read<{ lowest: bigint | null; highest: bigint | null }>(
+      "changes_bounds",
+      "SELECT min(position) AS lowest, max(position) AS highest FROM plant_changes",
+    );
+    return logBounds(row?.lowest ?? null, row?.highest ?? null).oldest;
+  }
+
+  onChange(listener: () => void): () => void {
+    return this.#notifications.subscribe(listener);
+  }
+
+  async pruneChanges(before: number, limit: number): Promise<number> {
+    this.#refuseWhenClosed();
+    const result = await this.#breaker.call(async () => {
+      try {
+        return await this.#pool.query(PRUNE_CHANGES, [before, limit]);
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    });
+    return result.rowCount ?? 0;
+  }
+
+  /** A read of the change log, prepared once per connection, through the breaker. */
+  #read<R extends QueryResultRow>(name: string, text: string, values: unknown[] = []): Promise<R[]> {
+    return this.#breaker.call(() => this.#withRetry(() => query<R>(this.#pool, text, values, name)));
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
@@ -373,6 +471,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async close(): Promise<void> {
     if (this.#creations.closed) return;
     await this.#creations.close();
+    this.#notifications.close();
     this.#breaker.dispose();
     await this.#pool.end();
   }

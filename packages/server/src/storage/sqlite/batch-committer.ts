@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 
+import type { ChangeKind } from "../../changes/change-log.ts";
 import type { ItemFailure } from "../group-commit.ts";
 import { type PlantRow, samePlant } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
@@ -22,9 +23,25 @@ import type {
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
-  const remove = db.prepare("DELETE FROM plants WHERE id = ?");
+  const remove = db.prepare("DELETE FROM plants WHERE id = ? RETURNING tag");
   const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
-  const insertEvent = db.prepare("INSERT INTO webhook_events (message_id, payload, created_at) VALUES (?, ?, ?)");
+  const insertEvent = db.prepare(
+    "INSERT INTO webhook_events (message_id, payload, created_at, change_position) VALUES (?, ?, ?, ?)",
+  );
+  // The position is the next rowid: this writer holds the database's write lock (BEGIN IMMEDIATE)
+  // until it commits, across processes too, so positions follow commit order by construction.
+  const insertChange = db.prepare(
+    "INSERT INTO plant_changes (kind, plant_id, data, tag, previous_tag, at) VALUES (?, ?, ?, ?, ?, ?)",
+  );
+  // See change-rows.ts: the walk stops at the first change within the retention, and the newest stays.
+  const pruneChanges = db.prepare(
+    `DELETE FROM plant_changes WHERE position IN (
+       SELECT position FROM plant_changes
+       WHERE position < coalesce(
+         (SELECT position FROM plant_changes WHERE at >= ? ORDER BY position LIMIT 1),
+         (SELECT max(position) FROM plant_changes))
+       ORDER BY position LIMIT ?)`,
+  );
   const insertDeliveries = db.prepare(
     `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
      SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1`,
@@ -65,17 +82,34 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   );
 
   let eventsWritten = 0;
+  let changesWritten = 0;
   let subscribersInBatch: boolean | undefined;
+
+  /** One change in the log, in this transaction; its position. */
+  const recordChange = (
+    kind: ChangeKind,
+    plantId: bigint,
+    data: string,
+    tag: string | null,
+    previousTag: string | null,
+    at: number,
+  ): number | bigint => {
+    changesWritten++;
+    return insertChange.run(kind, plantId, data, tag, previousTag, at).lastInsertRowid;
+  };
 
   const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
-      // Only a new plant is announced (never a replay), in this same transaction: the outbox.
+      // Only a new plant is announced (never a replay), in this same transaction: the change log
+      // and the outbox, with the same JSON.
+      const now = Date.now();
+      const data = newPlantPayload(plant);
+      const position = recordChange("plant.created", plant.id, data, plant.tag, null, now);
       subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
       if (subscribersInBatch) {
-        const now = Date.now();
-        const event = insertEvent.run(newMessageId(), newPlantPayload(plant), now);
+        const event = insertEvent.run(newMessageId(), data, now, position);
         insertDeliveries.run(event.lastInsertRowid, now, now);
         eventsWritten++;
       }
@@ -84,6 +118,13 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     const existing = select.get(plant.id) as Omit<PlantRow, "id"> | undefined;
     if (existing !== undefined && samePlant(existing, plant)) return "replayed";
     return "conflict";
+  };
+
+  const deleteOne = (id: bigint): DeleteOutcome => {
+    const removed = remove.get(id) as { tag: string | null } | undefined;
+    if (removed === undefined) return "not_found";
+    recordChange("plant.deleted", id, `{"id":${id}}`, null, removed.tag, Date.now());
+    return "deleted";
   };
 
   const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
@@ -131,7 +172,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "create":
         return { outcome: insertOne(op) };
       case "delete":
-        return { outcome: (Number(remove.run(op.id).changes) === 1 ? "deleted" : "not_found") satisfies DeleteOutcome };
+        return { outcome: deleteOne(op.id) };
       case "claimDeliveries":
         return { claimed: claimDeliveries(op.now, op.leaseUntil, op.limit) };
       case "recordAttempt":
@@ -140,6 +181,8 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "probe":
         probe.run(op.at);
         return { probed: true };
+      case "pruneChanges":
+        return { pruned: Number(pruneChanges.run(op.before, op.limit).changes) };
     }
   };
 
@@ -153,6 +196,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   return (request) => {
     const started = performance.now();
     eventsWritten = 0;
+    changesWritten = 0;
     subscribersInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
@@ -196,6 +240,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       results,
       commitMs: performance.now() - started,
       eventsWritten,
+      changesWritten,
     };
   };
 }

@@ -20,13 +20,19 @@ export type WriteOp =
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
   | { op: "recordAttempt"; attempt: AttemptRecord }
   /** A tiny write that proves writes commit again (readiness, after a failure). */
-  | { op: "probe"; at: number };
+  | { op: "probe"; at: number }
+  /** Retention: up to `limit` changes recorded before `before` (ms) go, never the newest. */
+  | { op: "pruneChanges"; before: number; limit: number };
 
 export type CloseRequest = { kind: "close" };
 
 /** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
 export type ItemResult =
-  { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true } | { probed: true };
+  | { outcome: CreateOutcome | DeleteOutcome }
+  | { claimed: ClaimedDelivery[] }
+  | { recorded: true }
+  | { probed: true }
+  | { pruned: number };
 
 export type BatchResult =
   | {
@@ -35,6 +41,8 @@ export type BatchResult =
       results: Array<ItemResult | ItemFailure>;
       commitMs: number;
       eventsWritten: number;
+      /** Changes the batch added to the change log: the store wakes the feed when there are any. */
+      changesWritten: number;
     }
   /** `failure` when the storage failed (full, locked, …): an Error's own properties do not survive postMessage. */
   | { kind: "failed"; batchId: number; error: string; failure?: StoreFailure | undefined };

@@ -12,7 +12,8 @@ import { ErrorAlert } from "./error-alert.tsx";
 
 type Props = {
   client: PlantStoreClient;
-  id: bigint;
+  /** The plant as the table shows it: on screen at once, while its revision (and ETag) is read. */
+  plant: NewPlant;
   onSaved: (plant: NewPlant) => void;
   onDeleted: (id: bigint) => void;
   onClose: () => void;
@@ -28,10 +29,11 @@ const tagText = (tag: string | null | undefined) => (tag === undefined || tag ==
  * so a change made elsewhere meanwhile is never overwritten unseen. On 412 the person sees what
  * changed and chooses: re-apply their edit on the new revision, or discard it.
  */
-export function PlantEditor({ client, id, onSaved, onDeleted, onClose }: Props) {
+export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Props) {
+  const { id } = plant;
   const [revision, setRevision] = useState<PlantRevision | undefined>(undefined);
-  const [name, setName] = useState("");
-  const [tag, setTag] = useState("");
+  const [name, setName] = useState(plant.name);
+  const [tag, setTag] = useState(plant.tag ?? "");
   const [error, setError] = useState<unknown>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
   const [conflict, setConflict] = useState<Conflict | undefined>(undefined);
@@ -57,7 +59,6 @@ export function PlantEditor({ client, id, onSaved, onDeleted, onClose }: Props) 
       (read) => {
         show(read);
         setError(undefined);
-        heading.current?.focus();
       },
       (thrown: unknown) => {
         if (!stop.signal.aborted) setError(thrown);
@@ -66,6 +67,8 @@ export function PlantEditor({ client, id, onSaved, onDeleted, onClose }: Props) 
     return () => stop.abort();
   }, [client, id]);
 
+  // Keyboard and screen reader users land on the plant they opened.
+  useEffect(() => heading.current?.focus(), []);
   useEffect(() => {
     if (confirming) cancelDelete.current?.focus();
   }, [confirming]);
@@ -124,11 +127,11 @@ export function PlantEditor({ client, id, onSaved, onDeleted, onClose }: Props) 
   };
 
   const remove = async () => {
-    if (revision === undefined) return;
     setBusy(true);
     setError(undefined);
     try {
-      await client.deletePlant(id, { ifMatch: revision.etag });
+      // With the ETag read, a plant changed elsewhere meanwhile is not deleted unseen.
+      await client.deletePlant(id, revision === undefined ? {} : { ifMatch: revision.etag });
       onDeleted(id);
     } catch (thrown) {
       setConfirming(false);
@@ -150,25 +153,21 @@ export function PlantEditor({ client, id, onSaved, onDeleted, onClose }: Props) 
       <h2 id="editor-heading" tabIndex={-1} ref={heading}>
         Plant {idText}
       </h2>
-      {revision === undefined ? (
-        <p>{error === undefined ? "Loading…" : ""}</p>
-      ) : (
-        <form aria-label={`Edit plant ${idText}`} onSubmit={submit}>
-          <label htmlFor="edit-name">Name</label>
-          <input id="edit-name" value={name} onChange={(event) => setName(event.target.value)} />
-          <label htmlFor="edit-tag">Tag</label>
-          <input id="edit-tag" value={tag} onChange={(event) => setTag(event.target.value)} />
-          <button type="submit" disabled={busy || conflict !== undefined}>
-            Save
-          </button>
-          <button type="button" disabled={busy} onClick={() => setConfirming(true)}>
-            Delete
-          </button>
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-        </form>
-      )}
+      <form aria-label={`Edit plant ${idText}`} onSubmit={submit}>
+        <label htmlFor="edit-name">Name</label>
+        <input id="edit-name" value={name} onChange={(event) => setName(event.target.value)} />
+        <label htmlFor="edit-tag">Tag</label>
+        <input id="edit-tag" value={tag} onChange={(event) => setTag(event.target.value)} />
+        <button type="submit" disabled={busy || revision === undefined || conflict !== undefined}>
+          Save
+        </button>
+        <button type="button" disabled={busy} onClick={() => setConfirming(true)}>
+          Delete
+        </button>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+      </form>
       {notice === undefined ? null : <p role="status">{notice}</p>}
       <ErrorAlert error={error} />
       {conflict === undefined ? null : (

@@ -1,10 +1,9 @@
 import type { NewPlant } from "@plantstore/client";
 import { useEffect, useRef } from "react";
 
-type Props = { plants: readonly NewPlant[]; onOpen: (id: bigint) => void };
+import { FIRST_TABLE_MARK } from "./first-table-mark.ts";
 
-/** The mark the budget test reads: when the first non-empty table was on screen. */
-export const FIRST_TABLE_MARK = "plantstore:first-table";
+type Props = { plants: readonly NewPlant[]; onOpen: (id: bigint) => void };
 
 /** The plants of one page, ordered by id; ids are bigints written out digit for digit. */
 export function PlantTable({ plants, onOpen }: Props) {

@@ -38,7 +38,8 @@ type Props = {
 
 export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Props) {
   const page = usePlantPage(client, 100);
-  const [open, setOpen] = useState<bigint | undefined>(undefined);
+  const [openId, setOpenId] = useState<bigint | undefined>(undefined);
+  const open = page.plants.find((plant) => plant.id === openId);
   const [filter, setFilter] = useState("");
   useLiveFeed(client, page.apply, setFeedState);
 
@@ -84,7 +85,7 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
             </select>
           </form>
           <ErrorAlert error={page.error} />
-          <PlantTable plants={page.plants} onOpen={setOpen} />
+          <PlantTable plants={page.plants} onOpen={setOpenId} />
           {!page.loading && page.plants.length === 0 ? <p>No plants on this page.</p> : null}
           <nav aria-label="Pages" className="pages">
             <button type="button" disabled={!page.hasPrevious} onClick={page.previousPage}>
@@ -97,14 +98,15 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
         </section>
         {open === undefined ? null : (
           <PlantEditor
+            key={open.id.toString()}
             client={client}
-            id={open}
+            plant={open}
             onSaved={page.put}
             onDeleted={(id) => {
               page.remove(id);
-              setOpen(undefined);
+              setOpenId(undefined);
             }}
-            onClose={() => setOpen(undefined)}
+            onClose={() => setOpenId(undefined)}
           />
         )}
       </main>

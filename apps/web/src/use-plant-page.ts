@@ -62,9 +62,12 @@ export function usePlantPage(client: PlantStoreClient, initialLimit: number): Pl
     setLoading(true);
     const { tag, limit, after } = query;
     client
-      .listPlants({ limit, ...(tag === undefined ? {} : { tag }), ...(after === undefined ? {} : { after }) }, {
-        signal: stop.signal,
-      })
+      .listPlants(
+        { limit, ...(tag === undefined ? {} : { tag }), ...(after === undefined ? {} : { after }) },
+        {
+          signal: stop.signal,
+        },
+      )
       .then(
         (answer) => {
           setPage({ plants: answer.plants, next: answer.next });

@@ -2,8 +2,9 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { ChangeKind } from "../../changes/change-log.ts";
 import type { ItemFailure } from "../group-commit.ts";
-import { type PlantRow, samePlant } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import { ifMatchHolds } from "../plant-etag.ts";
+import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
+import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
@@ -23,7 +24,9 @@ import type {
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
+  const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ? RETURNING tag");
+  const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
   const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
   const insertEvent = db.prepare(
     "INSERT INTO webhook_events (message_id, payload, created_at, change_position) VALUES (?, ?, ?, ?)",
@@ -120,11 +123,55 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     return "conflict";
   };
 
-  const deleteOne = (id: bigint): DeleteOutcome => {
+  /**
+   * Reads the plant and checks `ifMatch` inside this batch's transaction, which holds SQLite's write
+   * lock (BEGIN IMMEDIATE): nothing, in this process or another, writes between the check and the write.
+   */
+  const checked = (id: bigint, ifMatch: IfMatch): PlantRow | PreconditionFailed | undefined => {
+    const row = selectRow.get(id) as PlantRow | undefined;
+    if (row === undefined || ifMatchHolds(ifMatch, plantFromRow(row))) return row;
+    return { outcome: "precondition_failed", current: plantFromRow(row) };
+  };
+
+  /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, no change and no event). */
+  const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
+    if (!samePlant(row, wanted)) {
+      rewrite.run(wanted.name, wanted.tag, wanted.id);
+      recordChange("plant.updated", wanted.id, newPlantPayload(wanted), wanted.tag, row.tag, Date.now());
+    }
+    return { outcome: "written", plant: plantFromRow(wanted), created: false };
+  };
+
+  const update = (op: Extract<WriteOp, { op: "update" }>): WriteOutcome => {
+    const row = checked(op.id, op.ifMatch);
+    if (row === undefined) return { outcome: "not_found" };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, patchedRow(row, op.change));
+  };
+
+  const replace = (op: Extract<WriteOp, { op: "replace" }>): WriteOutcome => {
+    const wanted: PlantRow = { id: op.id, name: op.name, tag: op.tag };
+    if (op.ifMatch === undefined) {
+      if (insertOne(wanted) === "created") return { outcome: "written", plant: plantFromRow(wanted), created: true };
+      const current = selectRow.get(op.id) as PlantRow;
+      return { outcome: "precondition_failed", current: plantFromRow(current) };
+    }
+    const row = checked(op.id, op.ifMatch);
+    // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
+    if (row === undefined) return { outcome: "precondition_failed", current: undefined };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, wanted);
+  };
+
+  const deleteOne = (id: bigint, ifMatch: IfMatch | undefined): ItemResult => {
+    if (ifMatch !== undefined) {
+      const row = checked(id, ifMatch);
+      if (row !== undefined && "outcome" in row) return { write: row };
+    }
     const removed = remove.get(id) as { tag: string | null } | undefined;
-    if (removed === undefined) return "not_found";
+    if (removed === undefined) return { outcome: "not_found" satisfies DeleteOutcome };
     recordChange("plant.deleted", id, `{"id":${id}}`, null, removed.tag, Date.now());
-    return "deleted";
+    return { outcome: "deleted" satisfies DeleteOutcome };
   };
 
   const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
@@ -172,7 +219,11 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "create":
         return { outcome: insertOne(op) };
       case "delete":
-        return { outcome: deleteOne(op.id) };
+        return deleteOne(op.id, op.ifMatch);
+      case "update":
+        return { write: update(op) };
+      case "replace":
+        return { write: replace(op) };
       case "claimDeliveries":
         return { claimed: claimDeliveries(op.now, op.leaseUntil, op.limit) };
       case "recordAttempt":

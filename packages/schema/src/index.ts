@@ -24,5 +24,15 @@ export {
   PlantIdPath,
   PlantList,
 } from "./query.ts";
-export { EventPositionText, FeedResetData, PLANT_EVENT_KINDS, PlantDeletedData } from "./plant-events.ts";
+export {
+  EventPositionText,
+  FeedResetData,
+  FeedResetEvent,
+  PLANT_EVENT_KINDS,
+  PlantCreatedEvent,
+  PlantDeletedData,
+  PlantDeletedEvent,
+  PlantEvent,
+  PlantUpdatedEvent,
+} from "./plant-events.ts";
 export { WhoAmI } from "./whoami.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 import { INT64_MAX } from "./int64.ts";
-import { NEW_PLANT_EXAMPLE, PlantId } from "./plant.ts";
+import { NEW_PLANT_EXAMPLE, NewPlant, PlantId } from "./plant.ts";
 
 /**
  * A position in the change feed (`GET /plants/events`) as text: the `id:` of an event, sent back
@@ -46,4 +46,61 @@ export const FeedResetData = z
           "the resume position is not in the change log (older than its retention, or unknown): re-list the plants, then continue from here",
       },
     ],
+  });
+
+const EventId = z
+  .string()
+  .regex(/^(?:0|[1-9]\d*)$/)
+  .meta({
+    description:
+      "The SSE `id:` field: the change's position in the store-wide sequence (decimal), strictly increasing in commit order. Send it back as `Last-Event-ID` to resume after this event.",
+    examples: ["1041"],
+  });
+
+const changeEvent = <K extends string, D extends z.ZodType>(kind: K, data: D, id: string, description: string) =>
+  z
+    .object({
+      id: EventId,
+      event: z.literal(kind).meta({ description: "The SSE `event:` field." }),
+      // By reference: a description here would copy the named schema inline.
+      data,
+    })
+    .meta({ id, description });
+
+/** `plant.created`: a plant was stored; `data` is the plant, exactly as its webhook carries it. */
+export const PlantCreatedEvent = changeEvent(
+  "plant.created",
+  NewPlant,
+  "PlantCreatedEvent",
+  "A plant was created; `data` is the plant as stored, the same JSON its `plant.created` webhook carries.",
+);
+/** `plant.updated`: a plant changed; `data` is the plant after the change. */
+export const PlantUpdatedEvent = changeEvent(
+  "plant.updated",
+  NewPlant,
+  "PlantUpdatedEvent",
+  "A plant was updated or replaced; `data` is the plant after the change, the same JSON its `plant.updated` webhook carries.",
+);
+/** `plant.deleted`: a plant was removed; `data` is its id. */
+export const PlantDeletedEvent = changeEvent(
+  "plant.deleted",
+  PlantDeletedData,
+  "PlantDeletedEvent",
+  'A plant was deleted; `data` is `{"id":…}`, the same JSON its `plant.deleted` webhook carries.',
+);
+/** `reset`: the stream cannot resume where asked: re-list, then continue after its id. */
+export const FeedResetEvent = changeEvent(
+  "reset",
+  FeedResetData,
+  "FeedResetEvent",
+  "The resume position is older than the change log's retention, or above its head: re-list the plants, then keep this event's `id` as the resume point.",
+);
+
+/** One event of `GET /plants/events`, as an SSE parser hands it over (its `data` parsed losslessly). */
+export const PlantEvent = z
+  .discriminatedUnion("event", [PlantCreatedEvent, PlantUpdatedEvent, PlantDeletedEvent, FeedResetEvent])
+  .meta({
+    id: "PlantEvent",
+    description:
+      "One server-sent event of `GET /plants/events`: its `id`, `event` and `data` fields (see the operation for the wire format).",
   });

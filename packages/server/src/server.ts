@@ -194,8 +194,8 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
-  const eventStreams = startChangeFeed(changeLogOf(store), config, authenticator, logger, logThrottle, options.clock);
-  if (eventStreams !== undefined) teardown.defer(() => eventStreams.closeAll());
+  const eventStreams = startChangeFeed(store, config, { authenticator, logger, logThrottle, metrics }, options.clock);
+  teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
     store,
@@ -280,7 +280,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     const drained = connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline });
     // Once the port stopped accepting: streams end after their last whole event, and their
     // clients reconnect (to another instance) with Last-Event-ID.
-    eventStreams?.closeAll();
+    eventStreams.closeAll();
     const [answeredAll] = await Promise.all([drained, dispatcher.stop()]);
     // Thrown once everything opened before is closed (the teardown goes on past a failure).
     if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
@@ -300,21 +300,18 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: () => close() };
 }
 
-/** The store's change log, where its backend keeps one. */
-function changeLogOf(store: PlantStore): ChangeLog | undefined {
-  return (store as PlantStore & { changeLog?: ChangeLog }).changeLog;
-}
-
 /** One reader of the change log for the whole instance, and the streams it feeds. */
 function startChangeFeed(
-  log: ChangeLog | undefined,
+  log: ChangeLog,
   config: Config,
-  authenticator: Authenticator,
-  logger: Logger,
-  logThrottle: LogThrottle,
+  {
+    authenticator,
+    logger,
+    logThrottle,
+    metrics,
+  }: { authenticator: Authenticator; logger: Logger; logThrottle: LogThrottle; metrics: Metrics },
   clock: Clock | undefined,
-): EventStreams | undefined {
-  if (log === undefined) return undefined;
+): EventStreams {
   const eventsLogger = logger.child({ component: "events" });
   const fanout = new ChangeFanout({
     log,
@@ -328,7 +325,7 @@ function startChangeFeed(
         (repeats) => eventsLogger.warn({ repeats }, "reading the change log failed (repeats)"),
       ),
   });
-  return new EventStreams({ ...config.events, fanout, authenticator, logger: eventsLogger, clock });
+  return new EventStreams({ ...config.events, fanout, authenticator, metrics, logger: eventsLogger, clock });
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -7,6 +7,11 @@ export type FanoutSubscriber = {
   readonly tag: string | undefined;
   /** Called with the text of one or more whole events, never an empty one. */
   write(text: string): void;
+  /**
+   * Settles once the subscriber can take more: a catch-up reads its next page only then, so a
+   * client resuming far back is paced by what it takes, not cut off as a slow consumer.
+   */
+  drained?(): Promise<void>;
 };
 
 export type Subscription = {
@@ -31,7 +36,7 @@ export type ChangeFanoutOptions = {
   clock?: Clock | undefined;
 };
 
-type Member = FanoutSubscriber & { sent: bigint; closed: boolean };
+type Member = Required<FanoutSubscriber> & { sent: bigint; closed: boolean };
 
 const PAGE_SIZE = 500;
 
@@ -104,7 +109,13 @@ export class ChangeFanout {
 
   /** Hands `subscriber` every change after `after` that matches its tag, until closed. */
   subscribe(subscriber: FanoutSubscriber, after: bigint): Subscription {
-    const member: Member = { tag: subscriber.tag, write: (text) => subscriber.write(text), sent: after, closed: false };
+    const member: Member = {
+      tag: subscriber.tag,
+      write: (text) => subscriber.write(text),
+      drained: () => subscriber.drained?.() ?? Promise.resolve(),
+      sent: after,
+      closed: false,
+    };
     const live = this.#catchUp(member);
     // The caller learns of a failed catch-up through `live`; nothing is left unhandled meanwhile.
     live.catch(() => undefined);
@@ -138,6 +149,8 @@ export class ChangeFanout {
         this.#join(member);
         return;
       }
+      await member.drained();
+      if (member.closed) return;
       const page = await this.#log.changesAfter(member.sent, this.#pageSize);
       if (member.closed) return;
       this.#handTo(member, page, 0);

@@ -8,8 +8,9 @@ import type { Authenticator, Principal } from "../auth/principal.ts";
 import type { ChangeFanout, Subscription } from "../changes/change-fanout.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
+import type { Metrics } from "../metrics.ts";
 import type { PlainPath } from "./plain-paths.ts";
-import { HEARTBEAT_FRAME, resetFrame,RETRY_FRAME } from "./sse-frames.ts";
+import { HEARTBEAT_FRAME, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 
@@ -24,6 +25,7 @@ export type EventStreamSettings = {
 
 export type EventStreamsOptions = EventStreamSettings & {
   fanout: ChangeFanout;
+  metrics: Metrics;
   authenticator: Authenticator;
   logger: Logger;
   clock?: Clock | undefined;
@@ -33,10 +35,12 @@ type Stream = {
   token: string;
   res: Koa.Context["res"];
   subscription: Subscription | undefined;
-  end: (why: string) => void;
+  end: (why: CloseReason) => void;
 };
 
 const READ_SCOPE = "plants:read";
+
+type CloseReason = "client" | "slow_consumer" | "token" | "shutdown" | "read_failed";
 
 /** Every timer of a kind is one for all streams, so a thousand open streams cost a thousand writes per tick, not a thousand timers. */
 function every(clock: Clock, ms: number, run: () => unknown): () => void {
@@ -142,19 +146,32 @@ export class EventStreams {
       end: (why) => {
         if (!this.#streams.delete(stream)) return;
         stream.subscription?.close();
-        this.#options.logger.debug({ component: "events", why }, "event stream closed");
+        this.#options.metrics.eventStreams.set(this.#streams.size);
+        this.#options.metrics.eventStreamsClosed.inc({ reason: why });
+        if (why !== "client") this.#options.logger.debug({ why }, "event stream closed by the server");
         res.end();
       },
     };
     this.#streams.add(stream);
+    this.#options.metrics.eventStreams.set(this.#streams.size);
     res.once("close", () => stream.end("client"));
+    const drained = () =>
+      res.writableNeedDrain && !res.destroyed
+        ? new Promise<void>((resolve) => {
+            const done = () => {
+              res.off("drain", done).off("close", done);
+              resolve();
+            };
+            res.on("drain", done).on("close", done);
+          })
+        : Promise.resolve();
     stream.subscription = this.#options.fanout.subscribe(
-      { tag, write: (text) => this.#write(stream, text) },
+      { tag, write: (text) => this.#write(stream, text), drained },
       start.after,
     );
     stream.subscription.live.catch((error: unknown) => {
-      this.#options.logger.warn({ component: "events", err: error }, "reading the change log for a stream failed");
-      stream.end("catch-up failed");
+      this.#options.logger.warn({ err: error }, "reading the change log for a stream failed");
+      stream.end("read_failed");
     });
     await ended;
   }
@@ -163,7 +180,7 @@ export class EventStreams {
     if (!this.#streams.has(stream)) return;
     stream.res.write(text);
     // Checked after a whole write, so the stream ends after its last whole event and the client resumes from it.
-    if (stream.res.writableLength > this.#options.bufferLimitBytes) stream.end("slow consumer");
+    if (stream.res.writableLength > this.#options.bufferLimitBytes) stream.end("slow_consumer");
   }
 
   /** One check per distinct token, however many streams share it. */
@@ -184,7 +201,7 @@ export class EventStreams {
           return;
         }
         if (principal === undefined || !principal.scopes.includes(READ_SCOPE)) {
-          for (const stream of streams) stream.end("token no longer valid");
+          for (const stream of streams) stream.end("token");
         }
       }),
     );

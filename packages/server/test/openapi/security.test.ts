@@ -35,6 +35,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(security).toEqual({
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
+      "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
     });

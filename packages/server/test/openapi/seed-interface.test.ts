@@ -152,9 +152,20 @@ describe("GET /openapi.json", () => {
     expect(responses["400"]?.["x-error-codes"].map((c) => c.error)).toContain(ErrorCodes.VALIDATION_FAILED.error);
   });
 
-  it("names the components Plant, NewPlant and Error with int64/int32 formats", () => {
+  it("names the components Plant, NewPlant and Error with int64/int32 formats, beside the event stream's", () => {
     const schemas = server.served.components.schemas as Record<string, Record<string, unknown>>;
-    expect(Object.keys(schemas).sort()).toEqual(["Error", "NewPlant", "Plant"]);
+    expect(Object.keys(schemas).sort()).toEqual([
+      "Error",
+      "FeedResetData",
+      "FeedResetEvent",
+      "NewPlant",
+      "Plant",
+      "PlantCreatedEvent",
+      "PlantDeletedData",
+      "PlantDeletedEvent",
+      "PlantEvent",
+      "PlantUpdatedEvent",
+    ]);
     expect(JSON.stringify(schemas["NewPlant"])).toContain('"format":"int64"');
     expect(JSON.stringify(schemas["Error"])).toContain('"format":"int32"');
   });

@@ -69,8 +69,14 @@ export const ERROR_STATUS_SUMMARIES: Readonly<Record<number, string>> = {
   403: "The token lacks the required scope",
   404: "No such plant",
   409: "A different plant is already stored under this id",
+  412:
+    "A precondition failed: the plant changed since the ETag sent in `If-Match` (or no plant has this id), or " +
+    "`If-None-Match: *` found one stored. Nothing was changed; the `ETag` header is the plant's current tag.",
   413: "The body is larger than the configured limit",
-  415: "The body is not application/json, or is sent with a Content-Encoding other than identity",
+  415:
+    "The body is not in the media type the operation reads (`application/json`; `PATCH`: `application/merge-patch+json`), " +
+    "or is sent with a Content-Encoding other than identity",
+  428: "The change needs `If-Match` with the plant's current `ETag` (`PUT`: or `If-None-Match: *` to create)",
   429:
     'Rate limited: the token is over its request limit (policy `"token"`), or the token is not valid and the client address ' +
     'is over its failed-authentication limit (policy `"auth-failures"`). A valid token is served whatever its address did, ' +

@@ -36,6 +36,9 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
       "get /plants/events": [{ bearerAuth: ["plants:read"] }],
+      "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
+      "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
     });

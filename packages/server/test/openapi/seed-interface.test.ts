@@ -164,6 +164,7 @@ describe("GET /openapi.json", () => {
       "PlantDeletedData",
       "PlantDeletedEvent",
       "PlantEvent",
+      "PlantPatch",
       "PlantUpdatedEvent",
     ]);
     expect(JSON.stringify(schemas["NewPlant"])).toContain('"format":"int64"');

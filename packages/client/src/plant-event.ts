@@ -1,5 +1,5 @@
-import { NewPlant, parseJsonLossless, PlantId } from "@plantstore/schema";
-import { z } from "zod";
+import { EventPositionText, FeedResetData, NewPlant, parseJsonLossless, PlantDeletedData } from "@plantstore/schema";
+import type { z } from "zod";
 
 import { PlantStoreProtocolError } from "./errors.ts";
 import type { ServerSentEvent } from "./event-stream-parser.ts";
@@ -19,14 +19,10 @@ export type PlantEvent =
    */
   | { type: "reset"; position: bigint; message: string };
 
-const Deletion = z.object({ id: PlantId });
-const Reset = z.object({ head: z.string().regex(/^\d+$/), message: z.string() });
-
-const DECIMAL = /^(?:0|[1-9]\d*)$/;
-
-/** A position as the SSE `id:` carries it: a non-negative decimal integer. */
+/** A position as the SSE `id:` carries it (a non-negative decimal int64), or undefined for anything else. */
 export function parsePosition(text: string): bigint | undefined {
-  return DECIMAL.test(text) ? BigInt(text) : undefined;
+  const parsed = EventPositionText.safeParse(text);
+  return parsed.success ? parsed.data : undefined;
 }
 
 function readData<T>(event: ServerSentEvent, schema: z.ZodType<T>): T {
@@ -67,8 +63,8 @@ export function toPlantEvent(event: ServerSentEvent): PlantEvent | undefined {
     case "plant.updated":
       return { type, position, plant: readData(event, NewPlant) };
     case "plant.deleted":
-      return { type, position, id: readData(event, Deletion).id };
+      return { type, position, id: readData(event, PlantDeletedData).id };
     case "reset":
-      return { type, position, message: readData(event, Reset).message };
+      return { type, position, message: readData(event, FeedResetData).message };
   }
 }

@@ -1,7 +1,8 @@
 import { Int64, PlantTag } from "@plantstore/schema";
 
 import { throwErrorResponse } from "./error-response.ts";
-import { PlantStoreError, PlantStoreInputError, PlantStoreProtocolError, PlantStoreRateLimitError } from "./errors.ts";
+import type { PlantStoreError } from "./errors.ts";
+import { PlantStoreInputError, PlantStoreProtocolError, PlantStoreRateLimitError } from "./errors.ts";
 import { createEventStreamParser } from "./event-stream-parser.ts";
 import { parsePosition, type PlantEvent, toPlantEvent } from "./plant-event.ts";
 import { toPlantId } from "./plant-id.ts";
@@ -62,7 +63,7 @@ function toWatch(options: WatchPlantsOptions): Watch {
   if (options.after !== undefined) {
     const parsed = Int64.safeParse(toPlantId(options.after, "after", "watch options"));
     if (!parsed.success || parsed.data < 0n) refuse("after", "must be a position: an integer from 0 to 2^63 - 1");
-    after = parsed.data as bigint;
+    after = parsed.data;
   }
   if (options.tag !== undefined) {
     const parsed = PlantTag.safeParse(options.tag);
@@ -230,7 +231,6 @@ async function* streamOnce(
           progress.retryHintMs = item.milliseconds;
           continue;
         }
-        progress.lastEventId = item.event.lastEventId;
         const event = toPlantEvent(item.event);
         if (event !== undefined) yield event;
       }

@@ -43,12 +43,14 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
   const [filter, setFilter] = useState("");
   useLiveFeed(client, page.apply, setFeedState);
 
-  // The list read before the feed connected may miss a change made in between: read it again once.
-  const wasLive = useRef(false);
+  // A feed that opens without a position to resume from starts with the changes committed after
+  // it: the list read before may miss one made in between, so it is read again once the feed is live.
+  const relistWhenLive = useRef(true);
   const { reload } = page;
   useEffect(() => {
-    if (feedState.kind !== "live" || wasLive.current) return;
-    wasLive.current = true;
+    if (feedState.kind === "reconnecting" && !feedState.resumable) relistWhenLive.current = true;
+    if (feedState.kind !== "live" || !relistWhenLive.current) return;
+    relistWhenLive.current = false;
     reload();
   }, [feedState, reload]);
 

@@ -4,7 +4,8 @@ import { useEffect, useRef } from "react";
 export type FeedState =
   | { kind: "connecting" }
   | { kind: "live" }
-  | { kind: "reconnecting"; attempt: number }
+  /** `resumable`: a position was seen, so the feed resumes after it; else changes meanwhile may be missed. */
+  | { kind: "reconnecting"; attempt: number; resumable: boolean }
   | { kind: "stopped"; error: unknown };
 
 /**
@@ -27,7 +28,8 @@ export function useLiveFeed(
       try {
         const events = client.watchPlants({
           signal: stop.signal,
-          onReconnect: (reconnect) => setState({ kind: "reconnecting", attempt: reconnect.attempt }),
+          onReconnect: (reconnect) =>
+            setState({ kind: "reconnecting", attempt: reconnect.attempt, resumable: reconnect.after !== undefined }),
         });
         for await (const event of events) handler.current(event);
       } catch (error) {

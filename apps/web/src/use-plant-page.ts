@@ -56,10 +56,21 @@ export function usePlantPage(client: PlantStoreClient, initialLimit: number): Pl
   const [generation, setGeneration] = useState(0);
   const queryRef = useRef(query);
   queryRef.current = query;
+  /**
+   * Changes seen while a listing is under way: its answer may predate them, so they are applied
+   * again on top of it, in order (each is the plant's latest state, so applying twice is harmless).
+   */
+  const sinceListing = useRef<Array<(page: Page) => Page> | undefined>(undefined);
+  const change = useCallback((edit: (page: Page) => Page) => {
+    sinceListing.current?.push(edit);
+    setPage(edit);
+  }, []);
 
   useEffect(() => {
     const stop = new AbortController();
     setLoading(true);
+    const seen: Array<(page: Page) => Page> = [];
+    sinceListing.current = seen;
     const { tag, limit, after } = query;
     client
       .listPlants(
@@ -70,7 +81,8 @@ export function usePlantPage(client: PlantStoreClient, initialLimit: number): Pl
       )
       .then(
         (answer) => {
-          setPage({ plants: answer.plants, next: answer.next });
+          if (sinceListing.current === seen) sinceListing.current = undefined;
+          setPage(seen.reduce((page, edit) => edit(page), { plants: answer.plants, next: answer.next }));
           setError(undefined);
           setLoading(false);
         },
@@ -83,8 +95,8 @@ export function usePlantPage(client: PlantStoreClient, initialLimit: number): Pl
     return () => stop.abort();
   }, [client, query, generation]);
 
-  const put = useCallback((plant: NewPlant) => setPage((p) => withPlant(p, queryRef.current, plant)), []);
-  const remove = useCallback((id: bigint) => setPage((p) => without(p, id)), []);
+  const put = useCallback((plant: NewPlant) => change((p) => withPlant(p, queryRef.current, plant)), [change]);
+  const remove = useCallback((id: bigint) => change((p) => without(p, id)), [change]);
   const reload = useCallback(() => setGeneration((g) => g + 1), []);
 
   return {

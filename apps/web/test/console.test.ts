@@ -46,6 +46,8 @@ let record: PageRecord;
 beforeAll(async () => {
   server = await startConsoleServer();
   browser = await launchChromium({ viewport: { width: 1280, height: 900 } });
+  // Below the test's own timeout, so a wait that fails names what it waited for.
+  browser.context.setDefaultTimeout(10_000);
   elsewhere = createPlantStoreClient({ baseUrl: server.url, token: TEST_TOKEN });
 }, 60_000);
 afterAll(async () => {

@@ -35,15 +35,15 @@ export type PlantPageView = {
   limit: number;
   hasNext: boolean;
   hasPrevious: boolean;
-  setTag(tag: string | undefined): void;
-  setLimit(limit: number): void;
-  nextPage(): void;
-  previousPage(): void;
-  reload(): void;
+  setTag: (tag: string | undefined) => void;
+  setLimit: (limit: number) => void;
+  nextPage: () => void;
+  previousPage: () => void;
+  reload: () => void;
   /** A plant as it now is (created or saved here, or an event): shown in place when it belongs on this page. */
-  put(plant: NewPlant): void;
-  remove(id: bigint): void;
-  apply(event: PlantEvent): void;
+  put: (plant: NewPlant) => void;
+  remove: (id: bigint) => void;
+  apply: (event: PlantEvent) => void;
 };
 
 /** One page of `GET /plants` at a time, kept current by the caller's put/remove/apply. */

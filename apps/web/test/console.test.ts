@@ -74,7 +74,7 @@ describe("signing in", () => {
 
     await signIn(page, TEST_TOKEN);
     await waitUntilLive(page);
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([TEST_TOKEN]);
+    expect(await page.evaluate(() => Object.values(sessionStorage) as string[])).toEqual([TEST_TOKEN]);
     expect(page.url()).toBe(`${server.url}/app/`);
     expect(record.requests.filter((request) => request.includes(TEST_TOKEN))).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { BrowserContext, Locator, Page } from "playwright-core";
 
 /** Screenshots of the main screens, kept by the test run (the root `test-artifacts/` is ignored by git). */
-export const ARTIFACTS = fileURLToPath(new URL("../../../../test-artifacts/web/", import.meta.url));
+const ARTIFACTS = fileURLToPath(new URL("../../../../test-artifacts/web/", import.meta.url));
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
@@ -45,7 +45,7 @@ export async function waitUntilLive(page: Page): Promise<void> {
 
 export const createForm = (page: Page): Locator => page.getByRole("form", { name: "New plant" });
 export const editForm = (page: Page, id: string): Locator => page.getByRole("form", { name: `Edit plant ${id}` });
-export const table = (page: Page): Locator => page.getByRole("table", { name: "Plants" });
+const table = (page: Page): Locator => page.getByRole("table", { name: "Plants" });
 
 /** The table row of the plant whose id cell reads exactly `id`. */
 export function row(page: Page, id: string): Locator {

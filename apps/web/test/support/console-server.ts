@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 
-import * as plantStoreServer from "@plantstore/server";
 import type { RunningServer } from "@plantstore/server";
+import * as plantStoreServer from "@plantstore/server";
 import { type GivenDatabase, type RealServer, startRealServer } from "@plantstore/test-support/real-server";
 import pg from "pg";
 

@@ -12,7 +12,7 @@ import type { PlainPath } from "./plain-paths.ts";
  * only paths answered, so nothing outside it can be asked for) and each file is read on first use.
  * The files need no token: the app asks the person for one and keeps it in sessionStorage.
  */
-export const WEB_APP_PREFIX = "/app";
+const WEB_APP_PREFIX = "/app";
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

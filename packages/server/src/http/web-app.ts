@@ -55,7 +55,9 @@ function readAsset(file: string): Asset {
 export function webAppPaths(dir: string): PlainPath[] {
   const index = join(dir, "index.html");
   if (!existsSync(index)) {
-    throw new Error(`PLANTSTORE_WEB_DIR ${dir} has no index.html: build it with \`pnpm --filter @plantstore/web build\``);
+    throw new Error(
+      `PLANTSTORE_WEB_DIR ${dir} has no index.html: build it with \`pnpm --filter @plantstore/web build\``,
+    );
   }
   const files = new Map<string, string>([
     [WEB_APP_PREFIX, index],
@@ -63,39 +65,37 @@ export function webAppPaths(dir: string): PlainPath[] {
   ]);
   for (const file of listFiles(dir)) files.set(`${WEB_APP_PREFIX}/${relative(dir, file).split(sep).join("/")}`, file);
   const assets = new Map<string, Asset>();
-  return [...files].map(
-    ([path, file]): PlainPath => ({
-      path,
-      methods: ["GET", "HEAD"],
-      handler: (ctx) => {
-        let found = assets.get(path);
-        if (found === undefined) {
-          found = readAsset(file);
-          assets.set(path, found);
-        }
-        ctx.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-        ctx.set("X-Content-Type-Options", "nosniff");
-        ctx.set("Referrer-Policy", "no-referrer");
-        // Vite names every asset by its content's hash; the page itself is revalidated each time.
-        ctx.set(
-          "Cache-Control",
-          path.startsWith(`${WEB_APP_PREFIX}/assets/`) ? "public, max-age=31536000, immutable" : "no-cache",
-        );
-        ctx.set("Vary", "Accept-Encoding");
-        ctx.etag = found.etag;
-        ctx.status = 200;
-        ctx.type = found.type;
-        if (ctx.fresh) {
-          ctx.status = 304;
-          return;
-        }
-        if (ctx.acceptsEncodings("gzip", "identity") === "gzip") {
-          ctx.set("Content-Encoding", "gzip");
-          ctx.body = found.gzip;
-        } else {
-          ctx.body = found.body;
-        }
-      },
-    }),
-  );
+  return [...files].map(([path, file]): PlainPath => ({
+    path,
+    methods: ["GET", "HEAD"],
+    handler: (ctx) => {
+      let found = assets.get(path);
+      if (found === undefined) {
+        found = readAsset(file);
+        assets.set(path, found);
+      }
+      ctx.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+      ctx.set("X-Content-Type-Options", "nosniff");
+      ctx.set("Referrer-Policy", "no-referrer");
+      // Vite names every asset by its content's hash; the page itself is revalidated each time.
+      ctx.set(
+        "Cache-Control",
+        path.startsWith(`${WEB_APP_PREFIX}/assets/`) ? "public, max-age=31536000, immutable" : "no-cache",
+      );
+      ctx.set("Vary", "Accept-Encoding");
+      ctx.etag = found.etag;
+      ctx.status = 200;
+      ctx.type = found.type;
+      if (ctx.fresh) {
+        ctx.status = 304;
+        return;
+      }
+      if (ctx.acceptsEncodings("gzip", "identity") === "gzip") {
+        ctx.set("Content-Encoding", "gzip");
+        ctx.body = found.gzip;
+      } else {
+        ctx.body = found.body;
+      }
+    },
+  }));
 }

@@ -173,14 +173,26 @@ export const migrations: ReadonlyArray<Migration> = [
   },
   {
     version: 6,
+    name: "webhook event types",
+    // A subscriber's chosen event types; NULL for one added before they existed (or without
+    // --events): it keeps receiving exactly the bare new-plant payload and nothing else. An event
+    // records its type (NULL for that bare payload), so its deliveries go to the right subscribers.
+    // SQLite keeps the types as comma-separated text, PostgreSQL as an array.
+    sqlite: `ALTER TABLE webhook_subscribers ADD COLUMN events TEXT;
+          ALTER TABLE webhook_events ADD COLUMN type TEXT;`,
+    postgres: `ALTER TABLE webhook_subscribers ADD COLUMN events text[];
+          ALTER TABLE webhook_events ADD COLUMN type text;`,
+  },
+  {
+    version: 7,
     name: "change log",
     // One row per committed change of a plant (created, updated, deleted), written in the same
     // transaction as the change: what GET /plants/events streams (src/changes/change-log.ts).
     // Positions follow commit order: on SQLite the one writer serialises commits and a position
     // is the next rowid; on PostgreSQL a sequence read under a lock held until commit (see
     // postgres/change-positions.ts). Pruning keeps the newest row, so a position is never reused.
-    // `data` is the event's exact JSON, the same text as the webhook event of the same change,
-    // which records the position it came from (change_position; no foreign key, as changes are
+    // `data` is the event's exact JSON, the same text the webhook events of the same change carry
+    // (bare, or as an envelope's `data`); they record the position they came from (change_position; no foreign key, as changes are
     // pruned long before a failing delivery gives up).
     sqlite: `CREATE TABLE plant_changes (
             position     INTEGER PRIMARY KEY,

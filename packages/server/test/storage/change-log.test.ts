@@ -172,23 +172,66 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     expectIncreasing([head, ...positions(changes)]);
   });
 
-  it("gives every created plant's change the same JSON as its webhook event, and the event the change's position", async () => {
+  it("gives each change of every kind the JSON, time and position of its webhook events, bare and enveloped", async () => {
     const store = await open();
-    await subscribe();
+    await subscribe(); // a subscriber from before event types: the bare new-plant payload
+    await backend.exec(
+      `INSERT INTO webhook_subscribers (id, url, secret, created_at, events) VALUES ('whk_all', 'http://127.0.0.1:9/', 'whsec_x', 0, ${
+        TEST_BACKEND === "sqlite"
+          ? "'plant.created,plant.updated,plant.deleted'"
+          : "'{plant.created,plant.updated,plant.deleted}'"
+      })`,
+    );
     const names = ["tab\tnew\nline", "üñí 🌿", '\\"', "{braces}", "NULL"];
     const plants = names.map((name, i) => ({ id: BigInt(i) * 2n ** 40n, name, ...(i % 2 === 0 ? { tag: name } : {}) }));
     await Promise.all(plants.map((plant) => store.create(plant)));
+    const head = await store.head();
+    await store.update(plants[0]!.id, { name: "renamed", tag: null }, "*");
+    await store.replace({ id: plants[1]!.id, name: "replaced", tag: "new" }, { ifMatch: "*" });
+    await store.replace({ id: 7n, name: "put" }, { ifNoneMatch: "*" });
+    await store.delete(plants[2]!.id);
+    await store.delete(plants[3]!.id, "*");
+
     const changes = await store.changesAfter(0n, 100);
-    expect(changes).toHaveLength(plants.length);
-    const events = await database.rows<{ payload: string; change_position: bigint | number }>({
-      sqlite: "SELECT payload, change_position FROM webhook_events ORDER BY change_position",
-      postgres: "SELECT payload, change_position FROM webhook_events ORDER BY change_position",
-    });
-    expect(events.map((e) => [BigInt(e.change_position), e.payload])).toEqual(changes.map((c) => [c.position, c.data]));
+    expect(changes.map((c) => c.kind)).toEqual([
+      ...plants.map(() => "plant.created"),
+      "plant.updated",
+      "plant.updated",
+      "plant.created",
+      "plant.deleted",
+      "plant.deleted",
+    ]);
+    expect(changes.slice(plants.length).map((c) => c.position > head)).toEqual(Array(5).fill(true));
     for (const plant of plants) {
       const change = changes.find((c) => c.plantId === plant.id)!;
       expect(JSON.parse(change.data)).toEqual({ ...plant, id: Number(plant.id) });
     }
+    const events = await database.rows<{
+      type: string | null;
+      payload: string;
+      created_at: bigint | number;
+      change_position: bigint | number | null;
+    }>({
+      sqlite: "SELECT type, payload, created_at, change_position FROM webhook_events ORDER BY id",
+      postgres: "SELECT type, payload, created_at, change_position FROM webhook_events ORDER BY id",
+    });
+    // Every event comes from one change; every change has its enveloped event, a creation its bare one too.
+    type Row = [position: bigint, type: string | null, payload: string, at: number];
+    const expected = changes.flatMap((c) => [
+      ...(c.kind === "plant.created" ? [[c.position, null, c.data, c.at.getTime()] satisfies Row] : []),
+      [
+        c.position,
+        c.kind,
+        `{"type":"${c.kind}","timestamp":"${c.at.toISOString()}","data":${c.data}}`,
+        c.at.getTime(),
+      ] satisfies Row,
+    ]);
+    const key = ([position, type]: Row) => `${position}/${type ?? ""}`;
+    expect(
+      events
+        .map((e): Row => [BigInt(e.change_position ?? -1), e.type, e.payload, Number(e.created_at)])
+        .sort((a, b) => key(a).localeCompare(key(b))),
+    ).toEqual(expected.sort((a, b) => key(a).localeCompare(key(b))));
   });
 
   it("writes no change for a transaction that fails, and goes on after it", async () => {

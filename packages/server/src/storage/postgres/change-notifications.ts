@@ -13,7 +13,8 @@ const MAX_RETRY_MS = 5_000;
  * change may have committed while nobody was listening. Nothing is lost with a notification: the
  * feed reads positions from the log, so a missed one only waits for the next wake-up or poll.
  * Beside the circuit breaker rather than through it: it issues no statement a request waits for,
- * and its own backoff keeps it from hammering a database that is down.
+ * and its own backoff keeps it from hammering a database that is down; the store has it reconnect
+ * when the breaker closes again.
  */
 export class ChangeNotifications {
   readonly #settings: PostgresSettings;
@@ -72,6 +73,17 @@ export class ChangeNotifications {
     }, this.#retryMs);
     this.#retryTimer.unref();
     this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+  }
+
+  /**
+   * Drops the connection and opens a new one (which wakes the listeners): after an outage the old
+   * one may be dead without knowing it (a cut network path is noticed only by TCP keepalive).
+   */
+  reconnect(): void {
+    if (this.#closed || this.#listeners.size === 0 || this.#retryTimer !== undefined) return;
+    this.#stop();
+    this.#retryMs = FIRST_RETRY_MS;
+    void this.#connect();
   }
 
   #stop(): void {

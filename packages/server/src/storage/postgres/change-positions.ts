@@ -42,14 +42,3 @@ export const TAKE_POSITIONS = `pg_advisory_xact_lock(${CHANGE_LOCK}), pg_notify(
 export function plantJsonSql(id: string, name: string, tag: string): string {
   return `'{"id":' || ${id} || ',"name":' || to_json(${name})::text || CASE WHEN ${tag} IS NULL THEN '' ELSE ',"tag":' || to_json(${tag})::text END || '}'`;
 }
-
-/**
- * Records one change inside a transaction that has already written it (update, replace, delete):
- * the lock, the position, the row and the NOTIFY in one statement, the transaction's last before
- * COMMIT. Parameters: $1 kind, $2 plant id, $3 data, $4 tag, $5 previous tag, $6 time (ms).
- */
-export const RECORD_CHANGE = `
-  WITH positioned AS (SELECT ${TAKE_POSITIONS})
-  INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
-  SELECT nextval('plant_changes_position'), $1, $2, $3, $4, $5, $6 FROM positioned
-  RETURNING position`;

@@ -24,7 +24,13 @@ import type {
   PreconditionFailed,
   WriteOutcome,
 } from "../plant-store.ts";
-import { newMessageId } from "../webhook-event.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
@@ -60,29 +66,34 @@ type Stored = { name: string; tag: string | null };
 
 /**
  * One statement writes a batch of plants and, for those that are new, their changes (the change
- * log), outbox events and one delivery per active subscriber: atomic without an explicit
- * transaction, one round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an insert
- * that meets a concurrent, uncommitted insert of the same id waits for it to commit or roll back,
- * so two instances can never both create one id.
+ * log), outbox events and one delivery per active subscriber of new plants: atomic without an
+ * explicit transaction, one round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an
+ * insert that meets a concurrent, uncommitted insert of the same id waits for it to commit or roll
+ * back, so two instances can never both create one id.
  *
  * The changes take their positions under the change lock (./change-positions.ts) only once every
  * plant of the batch is written (`positioned` counts `inserted` first), so the lock is held for
  * the rest of this statement and its commit, never while waiting on a row. Each change's data is
- * built here from the row (plantJsonSql), and its webhook event carries that same text and its
+ * built here from the row (plantJsonSql), and its webhook events carry that same text and its
  * position: one change, one JSON, for the feed and the webhooks alike.
  *
- * The events' message ids ($4) are only built when the last batch saw an active subscriber:
- * without subscribers they cost more client CPU than the rest of the batch. A batch sent without
- * them that finds a subscriber after all (one was added meanwhile) stores nothing (`go` is false)
- * and says so (`subscribed`), and is sent again with them. Whether there are subscribers is read
- * once, in the statement's snapshot, exactly as when they are always sent.
+ * Subscribers added without event types (`events` NULL) get the bare plant JSON, as before event
+ * types existed; those that chose plant.created get it in a Standard Webhooks envelope, built here
+ * from the same JSON ($6 is the change's time in RFC 3339), under a message id of its own.
+ *
+ * The events' message ids ($4) are only built when the last batch saw an active subscriber of new
+ * plants: without subscribers they cost more client CPU than the rest of the batch. A batch sent
+ * without them that finds a subscriber after all (one was added meanwhile) stores nothing (`go` is
+ * false) and says so (`subscribed`), and is sent again with them. Whether there are subscribers is
+ * read once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
       AS t(id, name, tag, message_id, ord)
   ), subscribers AS (
-    SELECT id FROM webhook_subscribers WHERE active
+    SELECT id, events IS NULL AS bare FROM webhook_subscribers
+    WHERE active AND (events IS NULL OR 'plant.created' = ANY (events))
   ), go AS (
     SELECT $4::text[] IS NOT NULL OR NOT EXISTS (SELECT 1 FROM subscribers) AS ok
   ), inserted AS (
@@ -99,34 +110,26 @@ const INSERT_BATCH = `
     ORDER BY ord
     RETURNING position, plant_id, data
   ), events AS (
-    INSERT INTO webhook_events (message_id, payload, created_at, change_position)
-    SELECT input.message_id, changes.data, $5, changes.position FROM changes JOIN input ON input.id = changes.plant_id
-    WHERE EXISTS (SELECT 1 FROM subscribers)
-    RETURNING id
+    INSERT INTO webhook_events (message_id, type, payload, created_at, change_position)
+    SELECT input.message_id, NULL, changes.data, $5::bigint, changes.position
+    FROM changes JOIN input ON input.id = changes.plant_id
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE bare)
+    UNION ALL
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'plant.created',
+           '{"type":"plant.created","timestamp":"' || $6::text || '","data":' || changes.data || '}', $5::bigint,
+           changes.position
+    FROM changes
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE NOT bare)
+    RETURNING id, type
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-    SELECT events.id, subscribers.id, 'pending', $5, $5 FROM events CROSS JOIN subscribers
+    SELECT events.id, subscribers.id, 'pending', $5, $5 FROM events JOIN subscribers ON (events.type IS NULL) = subscribers.bare
   )
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
 
 /**
- * A deletion and its change in one statement (so one commit): the change's position is taken
- * once the row is deleted (see ./change-positions.ts).
- */
-const DELETE_PLANT = `
-  WITH deleted AS (
-    DELETE FROM plants WHERE id = $1 RETURNING id, tag
-  ), positioned AS (
-    SELECT ${TAKE_POSITIONS} FROM deleted
-  ), changes AS (
-    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
-    SELECT nextval('plant_changes_position'), 'plant.deleted', id, '{"id":' || id || '}', NULL, tag, $2
-    FROM deleted, positioned
-  )
-  SELECT id FROM deleted`;
-
 /**
  * Prunes from the oldest position up to the first change still within the retention (or, when
  * none is, up to the newest, which stays): a walk of the primary key over what it deletes only.
@@ -140,6 +143,33 @@ const PRUNE_CHANGES = `
     ORDER BY position LIMIT $2)`;
 
 /**
+ * A change of a plant ($6 on; it returns the plant's id, its tag after and before) in one
+ * statement, so one commit, with its change ($1 kind, $5 data, $4 time; its position taken once
+ * the row is written, see ./change-positions.ts) and, when someone chose its event type, the
+ * event (message id $2, payload $3: an envelope of the same data) carrying the change's position,
+ * and its deliveries.
+ */
+const ANNOUNCING = (change: string) => `
+  WITH changed AS (${change}), positioned AS (
+    SELECT ${TAKE_POSITIONS} FROM changed
+  ), changes AS (
+    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+    SELECT nextval('plant_changes_position'), $1, changed.id, $5, changed.tag, changed.previous_tag, $4
+    FROM changed, positioned
+    RETURNING position
+  ), subscribers AS (
+    SELECT id FROM webhook_subscribers WHERE active AND $1::text = ANY (events)
+  ), events AS (
+    INSERT INTO webhook_events (message_id, type, payload, created_at, change_position)
+    SELECT $2, $1, $3, $4, changes.position FROM changes WHERE EXISTS (SELECT 1 FROM subscribers)
+    RETURNING id
+  ), deliveries AS (
+    INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+    SELECT events.id, subscribers.id, 'pending', $4, $4 FROM events CROSS JOIN subscribers
+  )
+  SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM events) AS events`;
+
+/**
  * A compare-and-set: the row is changed only if it still holds what the precondition was checked
  * against. The tag is a digest of exactly these fields, so "same content" is "same ETag", and
  * under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock evaluates its
@@ -147,32 +177,17 @@ const PRUNE_CHANGES = `
  * on every instance. The change is recorded in the same statement, its position taken once the
  * row is written (./change-positions.ts).
  */
-const UPDATE_IF_UNCHANGED = `
-  WITH updated AS (
-    UPDATE plants SET name = $4, tag = $5
-    WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3
-    RETURNING id, name, tag
-  ), positioned AS (
-    SELECT ${TAKE_POSITIONS} FROM updated
-  ), changes AS (
-    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
-    SELECT nextval('plant_changes_position'), 'plant.updated', id, ${plantJsonSql("id", "name", "tag")}, tag, $3, $6
-    FROM updated, positioned
-  )
-  SELECT id FROM updated`;
+const UPDATE_IF_UNCHANGED = ANNOUNCING(`
+  UPDATE plants SET name = $9, tag = $10
+  WHERE id = $6 AND name = $7 AND tag IS NOT DISTINCT FROM $8
+  RETURNING id, tag, $8::text AS previous_tag`);
 
-/** The same compare-and-set for a conditional delete, with its change. */
-const DELETE_IF_UNCHANGED = `
-  WITH deleted AS (
-    DELETE FROM plants WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3 RETURNING id, tag
-  ), positioned AS (
-    SELECT ${TAKE_POSITIONS} FROM deleted
-  ), changes AS (
-    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
-    SELECT nextval('plant_changes_position'), 'plant.deleted', id, '{"id":' || id || '}', NULL, tag, $4
-    FROM deleted, positioned
-  )
-  SELECT id FROM deleted`;
+/** The same compare-and-set for a conditional delete. */
+const DELETE_IF_UNCHANGED = ANNOUNCING(
+  "DELETE FROM plants WHERE id = $6 AND name = $7 AND tag IS NOT DISTINCT FROM $8 RETURNING id, NULL::text AS tag, tag AS previous_tag",
+);
+
+const DELETE = ANNOUNCING("DELETE FROM plants WHERE id = $6 RETURNING id, NULL::text AS tag, tag AS previous_tag");
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -198,6 +213,7 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    this.#notifications = new ChangeNotifications(options);
     const breaker = { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker };
     this.#breaker = new PostgresBreaker(options, {
       ...breaker,
@@ -209,11 +225,12 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
           // Readiness says so at once, and stays 503 until a write or its probe succeeds again.
           options.writeHealth?.fail(error);
         }
+        // The database answers again: the listening connection may have died silently meanwhile.
+        if (state === "closed") this.#notifications.reconnect();
         breaker.onStateChange?.(state, reason);
       },
     });
     this.#webhooks = new PostgresWebhookQueue(pool);
-    this.#notifications = new ChangeNotifications(options);
     this.#creations = new GroupCommit({
       commit: (plants) => this.#commit(plants),
       maxBatchSize: options.maxBatchSize ?? 512,
@@ -315,6 +332,7 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
           textArrayLiteral(plants.map((p) => p.tag)),
           withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
           now,
+          new Date(now).toISOString(),
         ],
         "plants_insert_batch",
       ),
@@ -390,45 +408,33 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
       const current = plantFromRow(row);
       if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
       const next = wanted(row);
-      // A change that changes nothing writes nothing.
+      // A change that changes nothing writes nothing, and announces nothing.
       if (samePlant(row, next)) return { outcome: "written", plant: current, created: false };
-      // Not repeated on a broken connection (#withRetry): whether it committed would be unknown.
-      const rows = await this.#breaker.call(() =>
-        query(
-          this.#pool,
-          UPDATE_IF_UNCHANGED,
-          [id, row.name, row.tag, next.name, next.tag, Date.now()],
-          "plants_update",
-        ),
+      const changed = await this.#announcing(
+        UPDATE_IF_UNCHANGED,
+        "plants_update",
+        "plant.updated",
+        newPlantPayload(next),
+        [id, row.name, row.tag, next.name, next.tag],
       );
-      if (rows.length === 1) {
-        this.#notifications.wake();
-        return { outcome: "written", plant: plantFromRow(next), created: false };
-      }
+      if (changed) return { outcome: "written", plant: plantFromRow(next), created: false };
     }
     throw new Error("could not settle a conditional write: the plant kept changing");
   }
 
   async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
-    if (ifMatch === undefined) {
-      const rows = await this.#breaker.call(() => query(this.#pool, DELETE_PLANT, [id, Date.now()], "plants_delete"));
-      if (rows.length !== 1) return "not_found";
-      this.#notifications.wake();
-      return "deleted";
-    }
+    const data = deletedPlantData(id);
+    if (ifMatch === undefined)
+      return (await this.#announcing(DELETE, "plants_delete", "plant.deleted", data, [id])) ? "deleted" : "not_found";
     for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
       const row = await this.#row(id);
       if (row === undefined) return "not_found";
       const current = plantFromRow(row);
       if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, DELETE_IF_UNCHANGED, [id, row.name, row.tag, Date.now()], "plants_delete_if_unchanged"),
-      );
-      if (rows.length === 1) {
-        this.#notifications.wake();
+      const values = [id, row.name, row.tag];
+      if (await this.#announcing(DELETE_IF_UNCHANGED, "plants_delete_if_unchanged", "plant.deleted", data, values))
         return "deleted";
-      }
     }
     throw new Error("could not settle a conditional delete: the plant kept changing");
   }
@@ -480,6 +486,34 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
   /** A read of the change log, prepared once per connection, through the breaker. */
   #read<R extends QueryResultRow>(name: string, text: string, values: unknown[] = []): Promise<R[]> {
     return this.#breaker.call(() => this.#withRetry(() => query<R>(this.#pool, text, values, name)));
+  }
+
+  /**
+   * Runs one ANNOUNCING statement through the breaker; whether it changed a row. Never repeated on
+   * a broken connection (#withRetry): whether it committed would be unknown, and a repeated
+   * compare-and-set would fail on its own write.
+   */
+  async #announcing(
+    statement: string,
+    name: string,
+    type: WebhookEventType,
+    data: string,
+    values: unknown[],
+  ): Promise<boolean> {
+    const now = Date.now();
+    const rows = await this.#breaker.call(() =>
+      query<{ changed: bigint; events: bigint }>(
+        this.#pool,
+        statement,
+        [type, newMessageId(), eventEnvelope(type, now, data), now, data, ...values],
+        name,
+      ),
+    );
+    const [row] = rows;
+    if ((row?.events ?? 0n) > 0n) for (const listener of this.#eventListeners) listener();
+    const changed = (row?.changed ?? 0n) > 0n;
+    if (changed) this.#notifications.wake();
+    return changed;
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {

@@ -5,7 +5,14 @@ import type { ItemFailure } from "../group-commit.ts";
 import { ifMatchHolds } from "../plant-etag.ts";
 import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
@@ -15,6 +22,9 @@ import type {
   ItemResult,
   WriteOp,
 } from "./writer-protocol.ts";
+
+/** Whether any active subscriber takes the bare new-plant payload, and each event type. */
+type Audience = Record<"bare" | WebhookEventType, boolean>;
 
 /**
  * Commits one batch of writes (creations, deletions and webhook bookkeeping, in arrival order) in
@@ -27,9 +37,15 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ? RETURNING tag");
   const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
-  const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
+  // Who is listening, read once per batch that writes anything to announce: bare (legacy)
+  // subscribers of new plants, and those that chose each event type.
+  const chose = (type: WebhookEventType) => `count(*) FILTER (WHERE instr(',' || events || ',', ',${type},') > 0)`;
+  const audienceOf = db.prepare(
+    `SELECT count(*) FILTER (WHERE events IS NULL) AS bare, ${WEBHOOK_EVENT_TYPES.map((t) => `${chose(t)} AS "${t}"`).join(", ")}
+     FROM webhook_subscribers WHERE active = 1`,
+  );
   const insertEvent = db.prepare(
-    "INSERT INTO webhook_events (message_id, payload, created_at, change_position) VALUES (?, ?, ?, ?)",
+    "INSERT INTO webhook_events (message_id, type, payload, created_at, change_position) VALUES (?, ?, ?, ?, ?)",
   );
   // The position is the next rowid: this writer holds the database's write lock (BEGIN IMMEDIATE)
   // until it commits, across processes too, so positions follow commit order by construction.
@@ -45,9 +61,13 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
          (SELECT max(position) FROM plant_changes))
        ORDER BY position LIMIT ?)`,
   );
-  const insertDeliveries = db.prepare(
+  const insertBareDeliveries = db.prepare(
     `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1`,
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND events IS NULL`,
+  );
+  const insertTypedDeliveries = db.prepare(
+    `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND instr(',' || events || ',', ?) > 0`,
   );
   const claim = db.prepare(
     `UPDATE webhook_deliveries SET lease_until = ?
@@ -86,36 +106,54 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
 
   let eventsWritten = 0;
   let changesWritten = 0;
-  let subscribersInBatch: boolean | undefined;
+  let audienceInBatch: Audience | undefined;
+  const audience = (): Audience => {
+    if (audienceInBatch !== undefined) return audienceInBatch;
+    const counts = audienceOf.get() as Record<keyof Audience, number | bigint>;
+    audienceInBatch = {
+      bare: Number(counts.bare) > 0,
+      "plant.created": Number(counts["plant.created"]) > 0,
+      "plant.updated": Number(counts["plant.updated"]) > 0,
+      "plant.deleted": Number(counts["plant.deleted"]) > 0,
+    };
+    return audienceInBatch;
+  };
 
-  /** One change in the log, in this transaction; its position. */
+  /**
+   * One change of a plant, in this transaction: its row in the change log, and the webhook events
+   * of the subscribers that want it (the outbox), all with the same JSON, time and position.
+   * Without subscribers the events cost one read per batch.
+   */
   const recordChange = (
     kind: ChangeKind,
     plantId: bigint,
     data: string,
     tag: string | null,
     previousTag: string | null,
-    at: number,
-  ): number | bigint => {
+  ): void => {
+    const now = Date.now();
+    const position = insertChange.run(kind, plantId, data, tag, previousTag, now).lastInsertRowid;
     changesWritten++;
-    return insertChange.run(kind, plantId, data, tag, previousTag, at).lastInsertRowid;
+    const who = audience();
+    if (kind === "plant.created" && who.bare) {
+      // Exactly the payload subscribers received before event types existed.
+      const event = insertEvent.run(newMessageId(), null, data, now, position);
+      insertBareDeliveries.run(event.lastInsertRowid, now, now);
+      eventsWritten++;
+    }
+    if (who[kind]) {
+      const event = insertEvent.run(newMessageId(), kind, eventEnvelope(kind, now, data), now, position);
+      insertTypedDeliveries.run(event.lastInsertRowid, now, now, `,${kind},`);
+      eventsWritten++;
+    }
   };
 
   const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
-      // Only a new plant is announced (never a replay), in this same transaction: the change log
-      // and the outbox, with the same JSON.
-      const now = Date.now();
-      const data = newPlantPayload(plant);
-      const position = recordChange("plant.created", plant.id, data, plant.tag, null, now);
-      subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
-      if (subscribersInBatch) {
-        const event = insertEvent.run(newMessageId(), data, now, position);
-        insertDeliveries.run(event.lastInsertRowid, now, now);
-        eventsWritten++;
-      }
+      // Only a new plant is announced (never a replay).
+      recordChange("plant.created", plant.id, newPlantPayload(plant), plant.tag, null);
       return "created";
     }
     const existing = select.get(plant.id) as Omit<PlantRow, "id"> | undefined;
@@ -137,7 +175,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
     if (!samePlant(row, wanted)) {
       rewrite.run(wanted.name, wanted.tag, wanted.id);
-      recordChange("plant.updated", wanted.id, newPlantPayload(wanted), wanted.tag, row.tag, Date.now());
+      recordChange("plant.updated", wanted.id, newPlantPayload(wanted), wanted.tag, row.tag);
     }
     return { outcome: "written", plant: plantFromRow(wanted), created: false };
   };
@@ -170,7 +208,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     }
     const removed = remove.get(id) as { tag: string | null } | undefined;
     if (removed === undefined) return { outcome: "not_found" satisfies DeleteOutcome };
-    recordChange("plant.deleted", id, `{"id":${id}}`, null, removed.tag, Date.now());
+    recordChange("plant.deleted", id, deletedPlantData(id), null, removed.tag);
     return { outcome: "deleted" satisfies DeleteOutcome };
   };
 
@@ -248,7 +286,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     const started = performance.now();
     eventsWritten = 0;
     changesWritten = 0;
-    subscribersInBatch = undefined;
+    audienceInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
     } catch (error) {

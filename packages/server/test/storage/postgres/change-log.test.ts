@@ -2,7 +2,7 @@ import { eventually } from "@plantstore/test-support/eventually";
 import type { Client } from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { RECORD_CHANGE } from "../../../src/storage/postgres/change-positions.ts";
+import { TAKE_POSITIONS } from "../../../src/storage/postgres/change-positions.ts";
 import { PostgresStore } from "../../../src/storage/postgres/postgres-store.ts";
 import { createTestDatabase, postgresClient, type TestDatabase } from "../../support/test-database.ts";
 
@@ -11,6 +11,12 @@ import { createTestDatabase, postgresClient, type TestDatabase } from "../../sup
  * (of several instances) write at once, and wake-ups from every instance by LISTEN/NOTIFY. The
  * rest of the log's contract is in ../change-log.test.ts, on both backends.
  */
+/** A change recorded as the stores record theirs: its position taken under the change lock, last. */
+const RECORD_CHANGE = `
+  INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+  SELECT nextval('plant_changes_position'), $1, $2, $3, $4, $5, $6 FROM (SELECT ${TAKE_POSITIONS}) AS positioned
+  RETURNING position`;
+
 let database: TestDatabase;
 const stores: PostgresStore[] = [];
 const clients: Client[] = [];
@@ -85,6 +91,32 @@ describe("PostgreSQL change positions", () => {
     expect(changes.map((c) => c.plantId)).toEqual([1n, 2n]);
     expect(changes[0]!.position).toBe(taken);
     expect(changes[1]!.position > taken).toBe(true);
+  });
+
+  it("takes positions only once its rows are written: a batch waiting on another's row holds up no other writer", async () => {
+    const waiting = await open();
+    const other = await open();
+    const holder = await connect();
+    const observer = await connect();
+    await holder.query("BEGIN");
+    await holder.query("INSERT INTO plants (id, name) VALUES (2, 'theirs, not yet committed')");
+    // One batch: plant 1 goes in, plant 2 waits for the holder's transaction to end.
+    const batch = Promise.all([waiting.create({ id: 1n, name: "ours" }), waiting.create({ id: 2n, name: "ours" })]);
+    await eventually(
+      async () =>
+        (
+          await observer.query<{ n: bigint }>(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'transactionid'",
+          )
+        ).rows[0]!.n > 0n,
+      { what: "the batch waiting on the uncommitted plant 2" },
+    );
+    // Had the waiting batch taken the change lock already, this would wait for it (and time out).
+    expect(await other.create({ id: 3n, name: "elsewhere" })).toBe("created");
+    expect((await other.changesAfter(0n, 10)).map((c) => c.plantId)).toEqual([3n]);
+    await holder.query("ROLLBACK");
+    expect(await batch).toEqual(["created", "created"]);
+    expect((await other.changesAfter(0n, 10)).map((c) => c.plantId)).toEqual([3n, 1n, 2n]);
   });
 
   it("leaves no position to a transaction that rolls back, and the next one goes above it", async () => {

@@ -71,6 +71,27 @@ describe("packages/server/README.md", () => {
     );
   });
 
+  it("curl: one plant read, refused without If-Match, patched, replaced and deleted under its ETags, as shown", async () => {
+    const [block] = codeBlocks(section(markdown, "One plant: reading, changing, replacing"), "sh");
+    expect(block).toContain("If-Match");
+    const output = await bash(block!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
+    const lines = output.split(/\r?\n/);
+    const printed = printedLines(block!);
+    for (const expected of printed) expect(lines).toContain(expected);
+    // In the order shown: each status and body where the README puts it.
+    let position = -1;
+    for (const expected of printed) {
+      position = lines.indexOf(expected, position + 1);
+      expect(position, `${expected} after what the README shows before it`).toBeGreaterThanOrEqual(0);
+    }
+    // The last DELETE took plant 41 away; 42, created by the PUT, is there.
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
+    await expect(client.deletePlant(41n)).rejects.toSatisfy(
+      (error) => error instanceof PlantStoreError && error.status === 404,
+    );
+    await client.deletePlant(42n);
+  });
+
   it("the webhook subscriber commands run as shown, on the server's database", { timeout: 60_000 }, async () => {
     const [block] = codeBlocks(section(markdown, "Webhook subscribers"), "sh");
     const bin = installBin(store.dir, "plantstore-server", "packages/server/dist/bin.js");
@@ -311,7 +332,7 @@ describe("apps/cli/README.md", () => {
       // The block updated plant 42 twice: its revision from before, as the update section sends it, is stale.
       const updateSection = section(markdown, "`plantstore plants update <id>`");
       const [stale] = codeBlocks(updateSection, "sh");
-      const [refusal] = codeBlocks(updateSection, "");
+      const [refusal] = codeBlocks(updateSection, "text");
       expect(stale).toContain("--if-match");
       const refused = await run("bash", ["-c", stale!], { cwd: store.dir, env: cleanEnv(env) });
       expect(refused).toMatchObject({ code: 1, stdout: "", stderr: refusal });

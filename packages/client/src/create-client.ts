@@ -1,4 +1,4 @@
-import { type NewPlant, type Plant, stringifyJsonLossless, type WhoAmI } from "@plantstore/schema";
+import { type NewPlant, type Plant, type PlantPatch, stringifyJsonLossless, type WhoAmI } from "@plantstore/schema";
 
 import { deletePlant, type DeletePlantOptions } from "./delete-plant.ts";
 import { getPlant, type GetPlantOptions, type GetPlantResult } from "./get-plant.ts";
@@ -9,7 +9,7 @@ import type { PlantRevision } from "./plant-revision.ts";
 import { readPlantResponse } from "./read-response.ts";
 import { type ReplacedPlant, replacePlant, type ReplacePlantOptions } from "./replace-plant.ts";
 import { createConnection } from "./send-request.ts";
-import { type PlantPatch, updatePlant, type UpdatePlantOptions } from "./update-plant.ts";
+import { updatePlant, type UpdatePlantOptions } from "./update-plant.ts";
 import { watchPlants, type WatchPlantsOptions } from "./watch-plants.ts";
 import { whoAmI } from "./whoami.ts";
 
@@ -47,7 +47,8 @@ export type PlantStoreClient = {
   /** With `ifNoneMatch`: `{ notModified: true, etag }` (304) when the plant is still one of those revisions. */
   getPlant(id: bigint | number, options: GetPlantOptions): Promise<GetPlantResult>;
   /**
-   * `PATCH /plants/{id}` (JSON merge patch): resolves with the plant as changed and its new ETag;
+   * `PATCH /plants/{id}` (JSON merge patch, RFC 7396: a key left out keeps the field, `tag: null`
+   * removes the tag): resolves with the plant as changed and its new ETag;
    * rejects with PlantStorePreconditionFailedError (412) when the plant is no longer the `ifMatch` revision.
    */
   updatePlant(id: bigint | number, patch: PlantPatch, options: UpdatePlantOptions): Promise<PlantRevision>;

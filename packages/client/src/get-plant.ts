@@ -40,7 +40,9 @@ export async function getPlant(
         status: 304,
       });
     const etag = requiredETag(response);
-    await response.body?.cancel();
+    // A 304 has no body (RFC 9110 §15.4.5); reading the empty one ends the exchange, where
+    // cancelling it shows in a browser as an aborted request.
+    await response.arrayBuffer();
     return { notModified: true, etag };
   }
   return { notModified: false, ...(await readPlantRevision(response, pathId, [200])) };

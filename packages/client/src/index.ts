@@ -23,6 +23,14 @@ export type { NewPlantInput } from "./new-plant-input.ts";
 export type { PlantEvent } from "./plant-event.ts";
 export type { PlantRevision } from "./plant-revision.ts";
 export type { ReplacedPlant, ReplacePlantOptions } from "./replace-plant.ts";
-export type { PlantPatch, UpdatePlantOptions } from "./update-plant.ts";
+export type { UpdatePlantOptions } from "./update-plant.ts";
 export type { Reconnect, WatchPlantsOptions } from "./watch-plants.ts";
-export type { ErrorCodeName, ListPlantsQuery, NewPlant, Plant, PlantList, WhoAmI } from "@plantstore/schema";
+export type {
+  ErrorCodeName,
+  ListPlantsQuery,
+  NewPlant,
+  Plant,
+  PlantList,
+  PlantPatch,
+  WhoAmI,
+} from "@plantstore/schema";

@@ -1,5 +1,4 @@
-import { PlantName, PlantTag } from "@plantstore/schema";
-import { z } from "zod";
+import { PlantPatch } from "@plantstore/schema";
 
 import { conditionHeader, type EntityTags } from "./entity-tag.ts";
 import { PlantStoreInputError } from "./errors.ts";
@@ -7,24 +6,19 @@ import { toPathId } from "./plant-id.ts";
 import { type PlantRevision, readPlantRevision } from "./plant-revision.ts";
 import type { Connection } from "./send-request.ts";
 
-/** What `updatePlant` changes (a JSON merge patch, RFC 7396): a missing key keeps the field, `tag: null` removes the tag. */
-export type PlantPatch = { name?: string; tag?: string | null };
-
 export type UpdatePlantOptions = {
   /** The ETag of the revision the change is based on: the server refuses it (412) when the plant changed since. */
   ifMatch: EntityTags;
   signal?: AbortSignal;
 };
 
-// The checks the server makes of the body; unknown keys are dropped, as the server ignores them.
-const PatchBody = z.object({ name: PlantName.optional(), tag: PlantTag.nullable().optional() });
-
+/** Checked with the schema the server reads the body with; unknown keys are dropped, as the server ignores them. */
 function toPatchBody(patch: PlantPatch): string {
   if (typeof patch !== "object" || patch === null || Array.isArray(patch))
     throw new PlantStoreInputError([{ path: "", message: "a patch must be an object" }], "patch");
   // The path names the plant; the server refuses a patch that tries to change its id.
   if ("id" in patch) throw new PlantStoreInputError([{ path: "id", message: "cannot be changed" }], "patch");
-  const parsed = PatchBody.safeParse(patch);
+  const parsed = PlantPatch.safeParse(patch);
   if (!parsed.success)
     throw new PlantStoreInputError(
       parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message })),

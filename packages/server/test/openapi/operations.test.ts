@@ -134,7 +134,7 @@ describe("the served document describes DELETE /plants/{id}", () => {
         required: true,
         schema: expect.objectContaining({ type: "integer", format: "int64" }),
       }),
-      expect.objectContaining({ in: "header", name: "If-Match", required: false, schema: { type: "string" } }),
+      expect.objectContaining({ in: "header", name: "If-Match", required: false }),
     ]);
     expect(remove()?.responses["204"]).toBeDefined();
     expect(remove()?.responses["204"]?.content).toBeUndefined();

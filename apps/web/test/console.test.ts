@@ -340,6 +340,17 @@ describe("budgets", () => {
   });
 });
 
+describe("signing out", () => {
+  it("forgets the token and shows the sign-in form again", async () => {
+    await page.bringToFront();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await page.getByLabel("Token", { exact: true }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.reload();
+    await page.getByLabel("Token", { exact: true }).waitFor();
+  });
+});
+
 describe("the whole run", () => {
   it("had no uncaught error and no request left unanswered in the first tab", () => {
     expect(record.errors).toEqual([]);

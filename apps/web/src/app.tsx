@@ -1,49 +1,40 @@
 import type { PlantStoreClient } from "@plantstore/client";
-import { useCallback, useMemo, useState } from "react";
+import { useCallback, useState } from "react";
 
 import { PlantsScreen } from "./plants-screen.tsx";
 import { connect, forgetToken, keepToken, storedToken } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
 import type { FeedState } from "./use-live-feed.ts";
 
-/** A signed-in session: the client, and the feed state the client's fetch reports into. */
-type Session = { client: PlantStoreClient; feed: { opened: () => void } };
-
-function open(token: string, feed: { opened: () => void }): PlantStoreClient | undefined {
-  try {
-    return connect(token, () => feed.opened());
-  } catch {
-    // A stored token that cannot be sent (edited by hand): sign in again.
-    forgetToken();
-    return undefined;
-  }
-}
-
 export function App() {
   const [feedState, setFeedState] = useState<FeedState>({ kind: "connecting" });
-  const feed = useMemo(() => ({ opened: () => setFeedState({ kind: "live" }) }), []);
-  const [session, setSession] = useState<Session | undefined>(() => {
+  // The client's fetch reports the feed's opened connections here (see session.ts).
+  const feedOpened = useCallback(() => setFeedState({ kind: "live" }), []);
+  const [client, setClient] = useState<PlantStoreClient | undefined>(() => {
     const token = storedToken();
-    const client = token === undefined ? undefined : open(token, feed);
-    return client === undefined ? undefined : { client, feed };
+    if (token === undefined) return undefined;
+    try {
+      return connect(token, feedOpened);
+    } catch {
+      // A stored token that cannot be sent (edited by hand): sign in again.
+      forgetToken();
+      return undefined;
+    }
   });
 
-  const signedIn = useCallback(
-    (token: string, client: PlantStoreClient) => {
-      keepToken(token);
-      setFeedState({ kind: "connecting" });
-      setSession({ client, feed });
-    },
-    [feed],
-  );
+  const signedIn = useCallback((token: string, signedInClient: PlantStoreClient) => {
+    keepToken(token);
+    setFeedState({ kind: "connecting" });
+    setClient(signedInClient);
+  }, []);
   const signOut = useCallback(() => {
     forgetToken();
-    setSession(undefined);
+    setClient(undefined);
   }, []);
 
-  return session === undefined ? (
-    <SignIn connect={(token) => connect(token, () => feed.opened())} onSignedIn={signedIn} />
+  return client === undefined ? (
+    <SignIn connect={(token) => connect(token, feedOpened)} onSignedIn={signedIn} />
   ) : (
-    <PlantsScreen client={session.client} feedState={feedState} setFeedState={setFeedState} onSignOut={signOut} />
+    <PlantsScreen client={client} feedState={feedState} setFeedState={setFeedState} onSignOut={signOut} />
   );
 }

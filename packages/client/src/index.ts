@@ -20,11 +20,9 @@ export {
 export type { GetPlantOptions, GetPlantResult, NotModified } from "./get-plant.ts";
 export type { ListPlantsOptions, PlantPage } from "./list-plants.ts";
 export type { NewPlantInput } from "./new-plant-input.ts";
-export type { PlantEvent } from "./plant-event.ts";
 export type { PlantRevision } from "./plant-revision.ts";
 export type { ReplacedPlant, ReplacePlantOptions } from "./replace-plant.ts";
 export type { UpdatePlantOptions } from "./update-plant.ts";
-export type { Reconnect, WatchPlantsOptions } from "./watch-plants.ts";
 export type {
   ErrorCodeName,
   ListPlantsQuery,

@@ -17,15 +17,6 @@ export { type ErrorCodeEntry, type ErrorCodeName, errorCodeName, ErrorCodes } fr
 export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {
-  Int64Text,
-  LIST_LIMIT_DEFAULT,
-  LIST_LIMIT_MAX,
-  ListPlantsQuery,
-  PageCursorText,
-  PlantIdPath,
-  PlantList,
-} from "./query.ts";
-export {
   EventPositionText,
   FeedResetData,
   FeedResetEvent,
@@ -36,4 +27,13 @@ export {
   PlantEvent,
   PlantUpdatedEvent,
 } from "./plant-events.ts";
+export {
+  Int64Text,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  ListPlantsQuery,
+  PageCursorText,
+  PlantIdPath,
+  PlantList,
+} from "./query.ts";
 export { WhoAmI } from "./whoami.ts";

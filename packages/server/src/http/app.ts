@@ -151,7 +151,7 @@ export function createApp(options: AppOptions): Koa {
           return corsOrigins.includes("*") || corsOrigins.includes(origin) ? origin : "";
         },
         allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "Last-Event-ID", "If-Match", "If-None-Match"],
+        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "If-Match", "If-None-Match", "Last-Event-ID"],
         // Every response header a caller may need to read (Access-Control-Expose-Headers: the
         // CORS-safelisted ones need no listing): the request id for support, paging, rate limits.
         exposeHeaders: [

@@ -130,6 +130,8 @@ export class EventStreams {
 
     const token = (readBearer(ctx.get("authorization")) as { token: string }).token;
     const { res } = ctx;
+    // Gone while the log was read: its "close" has passed, so nothing would ever end the stream.
+    if (res.destroyed || ctx.req.socket.destroyed) return;
     ctx.respond = false;
     // The stream is idle between events by design: heartbeats show it alive, and the write-stall
     // watcher (connections.ts) still cuts a peer that stops taking bytes.

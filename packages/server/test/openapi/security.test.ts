@@ -35,10 +35,10 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(security).toEqual({
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
-      "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
       "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
     });

@@ -154,6 +154,7 @@ describe("GET /openapi.json", () => {
 
   it("names the components Plant, NewPlant and Error with int64/int32 formats, beside the event stream's", () => {
     const schemas = server.served.components.schemas as Record<string, Record<string, unknown>>;
+    // Beside the seed's three: PlantPatch (the body of PATCH /plants/{id}) and the change feed's events.
     expect(Object.keys(schemas).sort()).toEqual([
       "Error",
       "FeedResetData",

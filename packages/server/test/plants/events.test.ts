@@ -15,7 +15,7 @@ import { issueToken, revokeToken } from "../support/token-helpers.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -187,14 +187,20 @@ describe("GET /plants/events", () => {
       (await target.send({ method: "DELETE", path: "/plants/3", headers: { authorization: `Bearer ${TOKEN}` } }))
         .status,
     ).toBe(204);
-    await eventually(() => all.events.length === 7, { what: "all 7 changes" });
-    await eventually(() => indoor.events.length === 3, {
-      what: () => `3 indoor changes (got ${indoor.events.length})`,
+    // Through the store: the HTTP update is another branch's. Plant 2 leaves the tag, plant 4 joins it.
+    expect(await target.store.update(2n, { tag: "outdoor" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await target.store.update(4n, { tag: "indoor" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await target.store.update(5n, { name: "renamed" }, "*")).toMatchObject({ outcome: "written" });
+    await eventually(() => all.events.length === 10, { what: () => `all 10 changes (got ${all.events.length})` });
+    await eventually(() => indoor.events.length === 5, {
+      what: () => `5 indoor changes (got ${indoor.events.length})`,
     });
     expect(indoor.events.map((event) => [event.event, event.data])).toEqual([
       ["plant.created", '{"id":1,"name":"plant 1","tag":"indoor"}'],
       ["plant.created", '{"id":2,"name":"plant 2","tag":"indoor"}'],
       ["plant.deleted", '{"id":1}'],
+      ["plant.updated", '{"id":2,"name":"plant 2","tag":"outdoor"}'],
+      ["plant.updated", '{"id":4,"name":"plant 4","tag":"indoor"}'],
     ]);
   });
 
@@ -308,6 +314,17 @@ describe("GET /plants/events", () => {
     // Another token's stream is untouched.
     await createPlants(target.url, named(1, 1));
     await eventually(() => other.events.length === 1, { what: "the other stream's event" });
+  });
+
+  it("closes the streams of a token once it expires", async () => {
+    const clock = new SkippableClock();
+    const target = await server(events({ authCheckMs: 100 }), clock);
+    const { token } = await issueToken(target.database.url, { expiresAt: clock.now() + 60_000 });
+    const feed = await stream(target.url, { token });
+    await eventually(() => feed.retries.length === 1, { what: "the stream to start" });
+    // The check that falls due after the expiry closes it; skip returns once that check has run.
+    await clock.skip(61_000);
+    expect(await feed.ended).toEqual({ complete: true });
   });
 
   it("ends its streams cleanly on close, well within the drain deadline", async () => {

@@ -296,6 +296,22 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     expect(await b.changesAfter(0n, 10_000)).toEqual(changes);
   });
 
+  it("records one change per update that wins a race, in the order they committed, ending with the plant as stored", async () => {
+    const a = await open();
+    const b = await open();
+    expect(await a.create({ id: 1n, name: "start" })).toBe("created");
+    const head = await a.head();
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).update(1n, { name: `n${i}` }, "*")),
+    );
+    expect(outcomes.every((o) => o.outcome === "written")).toBe(true);
+    const changes = await a.changesAfter(head, 100);
+    expect(changes).toHaveLength(40);
+    expect(changes.every((c) => c.kind === "plant.updated")).toBe(true);
+    expect(new Set(changes.map((c) => c.data)).size).toBe(40);
+    expect(JSON.parse(changes.at(-1)!.data)).toEqual({ id: 1, name: (await a.get(1n))!.name });
+  });
+
   it("prunes changes older than the retention, a chunk at a time, always keeping the newest", async () => {
     const store = await open();
     for (let i = 0; i < 5; i++) expect(await store.create({ id: BigInt(i), name: "p" })).toBe("created");

@@ -107,7 +107,7 @@ describe("GET /plants/events with two processes on one PostgreSQL", () => {
       timeoutMs: 30_000,
     });
     const delivered = new Map(
-      receiver.received.map((request) => [JSON.parse(request.body).id as number, request.body]),
+      receiver.received.map((request) => [(JSON.parse(request.body) as { id: number }).id, request.body]),
     );
     for (const event of [...first.events, ...resumed.events]) expect(event.data).toBe(delivered.get(plantIdOf(event)));
   });

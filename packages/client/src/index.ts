@@ -32,3 +32,5 @@ export type {
   PlantPatch,
   WhoAmI,
 } from "@plantstore/schema";
+export type { Reconnect, WatchPlantsOptions } from "./watch-plants.ts";
+export type { WatchPlantsEvent } from "./watch-plants-event.ts";

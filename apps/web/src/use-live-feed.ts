@@ -1,4 +1,4 @@
-import type { PlantEvent, PlantStoreClient } from "@plantstore/client";
+import type { PlantStoreClient,WatchPlantsEvent } from "@plantstore/client";
 import { useEffect, useRef } from "react";
 
 export type FeedState =
@@ -16,7 +16,7 @@ export type FeedState =
  */
 export function useLiveFeed(
   client: PlantStoreClient,
-  onEvent: (event: PlantEvent) => void,
+  onEvent: (event: WatchPlantsEvent) => void,
   setState: (state: FeedState) => void,
 ): void {
   const handler = useRef(onEvent);

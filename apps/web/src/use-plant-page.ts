@@ -1,4 +1,4 @@
-import type { ListPlantsQuery, NewPlant, PlantEvent, PlantStoreClient } from "@plantstore/client";
+import type { ListPlantsQuery, NewPlant, PlantStoreClient,WatchPlantsEvent } from "@plantstore/client";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 /** Which page is shown: the `after` cursors come from the `Link` header's next link, never offsets. */
@@ -43,7 +43,7 @@ export type PlantPageView = {
   /** A plant as it now is (created or saved here, or an event): shown in place when it belongs on this page. */
   put: (plant: NewPlant) => void;
   remove: (id: bigint) => void;
-  apply: (event: PlantEvent) => void;
+  apply: (event: WatchPlantsEvent) => void;
 };
 
 /** One page of `GET /plants` at a time, kept current by the caller's put/remove/apply. */
@@ -130,7 +130,7 @@ export function usePlantPage(client: PlantStoreClient, initialLimit: number): Pl
     put,
     remove,
     apply: useCallback(
-      (event: PlantEvent) => {
+      (event: WatchPlantsEvent) => {
         switch (event.type) {
           case "plant.created":
           case "plant.updated":

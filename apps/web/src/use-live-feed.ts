@@ -1,4 +1,4 @@
-import type { PlantStoreClient,WatchPlantsEvent } from "@plantstore/client";
+import type { PlantStoreClient, WatchPlantsEvent } from "@plantstore/client";
 import { useEffect, useRef } from "react";
 
 export type FeedState =

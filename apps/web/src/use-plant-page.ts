@@ -1,4 +1,4 @@
-import type { ListPlantsQuery, NewPlant, PlantStoreClient,WatchPlantsEvent } from "@plantstore/client";
+import type { ListPlantsQuery, NewPlant, PlantStoreClient, WatchPlantsEvent } from "@plantstore/client";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 /** Which page is shown: the `after` cursors come from the `Link` header's next link, never offsets. */

@@ -280,6 +280,11 @@ export const SETTINGS = {
     default: "",
     help: "Comma-separated browser origins allowed to call the API cross-origin (`*` for any). Empty: same-origin only, and `OPTIONS` is a 405. A preflight for a path or method that does not exist gets the 404 or 405 the request would.",
   }),
+  webDir: setting({
+    env: "PLANTSTORE_WEB_DIR",
+    type: z.string().min(1).optional(),
+    help: "A folder holding the built web console (`pnpm --filter @plantstore/web build` writes `apps/web/dist`): served at `/app` on the API port, so the console calls the API on its own origin and needs no CORS setting. Its files need no token (the console asks for one). Unset: no `/app`.",
+  }),
   durability: setting({
     env: "PLANTSTORE_DURABILITY",
     type: z.enum(["full", "normal"]),

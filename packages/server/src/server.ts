@@ -210,6 +210,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     writeHealth,
     logThrottle,
     eventStreams,
+    webDir: config.webDir,
   });
 
   const server = createHttpServer(

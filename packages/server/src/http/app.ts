@@ -27,6 +27,7 @@ import { requestContext, type RequestState } from "./request-context.ts";
 import { type RouteMatch, RouteTable } from "./routes.ts";
 import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
 import { closeWhenBodyUnread } from "./unread-body.ts";
+import { webAppPaths } from "./web-app.ts";
 
 export type AppOptions = {
   router: AppRouter;
@@ -48,6 +49,8 @@ export type AppOptions = {
   logThrottle?: LogThrottle | undefined;
   /** The change feed's streams (`GET /plants/events`); not served when undefined. */
   eventStreams?: EventStreams | undefined;
+  /** The built web console's folder, served at /app (web-app.ts); no /app when undefined. */
+  webDir?: string | undefined;
 };
 
 /**
@@ -95,6 +98,7 @@ export function createApp(options: AppOptions): Koa {
     ...plainPaths({ openApiJson, store, writeHealth: options.writeHealth, metrics, metricsAccess, authenticate }),
     // A plain path: trpc-to-openapi's procedures answer once, and a stream never ends.
     ...(options.eventStreams === undefined ? [] : [options.eventStreams.path(authenticate)]),
+    ...(options.webDir === undefined ? [] : webAppPaths(options.webDir)),
   ]);
   const app = new Koa();
   logAppErrors(app, logger);

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { authSetup } from "./auth-target.ts";
 import { type Backend, openBackend } from "./backends.ts";
 import { type CpuPlan, loadAverage, pinSelf, planCpus } from "./cpu.ts";
+import { type FeedTargetReport, formatFeed, runFeed } from "./feed.ts";
 import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
 import { measuredRun } from "./measure.ts";
 import { type BenchOptions, parseOptions, USAGE, UsageError, type Variant } from "./options.ts";
@@ -174,7 +175,7 @@ async function bench(options: BenchOptions): Promise<number> {
   say(`load average before: ${loadBefore.join(" ")}`);
   try {
     load = await LoadGenerator.start(plan);
-    if (options.scenario !== "soak") {
+    if (options.scenario !== "soak" && options.scenario !== "feed") {
       const baseline = await startTarget(
         "baseline",
         [BASELINE_SCRIPT],
@@ -206,7 +207,8 @@ async function bench(options: BenchOptions): Promise<number> {
 
     const warmups = new Map<string, LoadResult | null>();
     for (const s of started) {
-      if (options.warmup === 0) {
+      // The feed scenario warms up with its own creations.
+      if (options.warmup === 0 || options.scenario === "feed") {
         warmups.set(s.target.name, null);
         continue;
       }
@@ -235,7 +237,18 @@ async function bench(options: BenchOptions): Promise<number> {
     let failures: string[];
     let table: string;
     let authVsStatic: number | undefined;
-    if (options.scenario === "soak") {
+    if (options.scenario === "feed") {
+      // Each backend in turn: 1,000 streams are too many to keep open on two servers at once.
+      const feeds: Record<string, FeedTargetReport> = {};
+      failures = [];
+      for (const s of started) {
+        const feed = await runFeed(options, s.target, s.token, plan, say);
+        feeds[s.target.name] = feed.report;
+        failures.push(...feed.failures);
+      }
+      report["feed"] = feeds;
+      table = formatFeed(feeds);
+    } else if (options.scenario === "soak") {
       const soak = await runSoak(
         options,
         load,
@@ -313,12 +326,14 @@ async function bench(options: BenchOptions): Promise<number> {
     const what =
       options.scenario === "list"
         ? `GET /plants?limit=${options.limit}&after=<random>`
-        : `POST /plants (${options.ids} ids)`;
+        : options.scenario === "feed"
+          ? `GET /plants/events x ${options.subscribers} while POST /plants at ${options.rate}/s`
+          : `POST /plants (${options.ids} ids)`;
     const length =
       options.requests === undefined ? `${options.duration} s` : `${options.requests.toLocaleString("en-US")} requests`;
     say(
       `\n${options.scenario}: ${what}, ${options.connections} connections, ` +
-        (options.scenario === "soak"
+        (options.scenario === "soak" || options.scenario === "feed"
           ? `${options.duration} s`
           : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
         `, backend ${[...new Set(started.flatMap((s) => (s.variant === null ? [] : [s.variant.backend])))].join(" and ")}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +

@@ -4,7 +4,7 @@ import { BACKEND_NAMES } from "./backends.ts";
 import type { IdMode } from "./scenarios.ts";
 
 type Durability = "full" | "normal";
-type Scenario = "insert" | "list" | "soak";
+type Scenario = "insert" | "list" | "soak" | "feed";
 type Auth = "static" | "opaque" | "jwt";
 
 /** One configuration of our server; several in one run are measured side by side. */
@@ -47,6 +47,8 @@ export type BenchOptions = {
   rateFraction: number;
   /** Soak: seconds per reported interval. */
   interval: number;
+  /** Feed: streams open on GET /plants/events while plants are created at `rate`. */
+  subscribers: number;
   /** Pin server and load generator to different CPUs with taskset, when there are two or more. */
   pin: boolean;
   /** Profile our server (node --cpu-prof) and print its top costs. */
@@ -67,6 +69,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --scenario <s>        insert (default): POST /plants, every request a new id
                         list: GET /plants?limit=100&after=<random cursor> from a prefilled store
                         soak: steady POST /plants load at a fixed rate, reported per interval
+                        feed: creations at --rate with and without --subscribers on GET /plants/events
   --duration <s>        seconds per round (default 10; soak 300; smoke 1, soak smoke 4)
   --requests <n>        responses per round instead of a duration (e.g. 1000000 for peak RSS)
   --rounds <n>          alternating rounds per target (default 3; smoke 1)
@@ -80,7 +83,9 @@ export const USAGE = `Usage: pnpm bench [options]
   --prefill <n,...>     plants stored before the server starts (default 0; list 1000000; list smoke 2000)
   --ids <mode>          sequential (default) | random: the ids of inserted and prefilled plants
   --limit <n>           list page size (default 100)
-  --rate <n>            soak: requests per second (default: --rate-fraction of a measured maximum)
+  --rate <n>            soak: requests per second (default: --rate-fraction of a measured maximum);
+                        feed: creations per second (default 500; smoke 50)
+  --subscribers <n>     feed: open streams (default 1000; smoke 20)
   --rate-fraction <f>   soak: share of the measured maximum (default 0.7)
   --interval <s>        soak: seconds per reported interval (default 10; smoke 1)
   --no-pin              do not pin server and load generator to separate CPUs
@@ -142,6 +147,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         rate: { type: "string" },
         "rate-fraction": { type: "string" },
         interval: { type: "string" },
+        subscribers: { type: "string" },
         "no-pin": { type: "boolean", default: false },
         "cpu-prof": { type: "boolean", default: false },
         "compare-bin": { type: "string", multiple: true },
@@ -157,8 +163,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (values.help) return undefined;
   const smoke = values.smoke;
   const scenario = values.scenario ?? "insert";
-  if (scenario !== "insert" && scenario !== "list" && scenario !== "soak") {
-    throw new UsageError(`--scenario must be insert, list or soak, got ${scenario}`);
+  if (scenario !== "insert" && scenario !== "list" && scenario !== "soak" && scenario !== "feed") {
+    throw new UsageError(`--scenario must be insert, list, soak or feed, got ${scenario}`);
   }
   // The plain insert run reports both backends beside the baseline; anything that multiplies
   // targets or measures something else (smoke, lists, soak, durability, workers, prefill, auth) keeps to SQLite.
@@ -223,11 +229,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     throw new UsageError(`--auth must be static, opaque or jwt, got ${auth}`);
   if (auth !== "static") {
     if (backends.length > 1) throw new UsageError("--auth compares against one backend; give a single --backend");
-    if (scenario === "soak") throw new UsageError("--auth needs the insert or list scenario");
+    if (scenario === "soak" || scenario === "feed") throw new UsageError("--auth needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
   }
   const compareBins = values["compare-bin"] ?? [];
-  if (compareBins.length > 0 && scenario === "soak")
+  if (compareBins.length > 0 && (scenario === "soak" || scenario === "feed"))
     throw new UsageError("--compare-bin needs the insert or list scenario");
   // One build keeps the plain name "compare"; several are told apart by their position.
   compareBins.forEach((bin, i) =>
@@ -249,9 +255,17 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     variants,
     ids,
     limit,
-    rate: values.rate === undefined ? undefined : integer("rate", values.rate, 1),
+    rate:
+      values.rate === undefined
+        ? scenario === "feed"
+          ? smoke
+            ? 50
+            : 500
+          : undefined
+        : integer("rate", values.rate, 1),
     rateFraction,
     interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
+    subscribers: positiveInt("subscribers", values.subscribers, smoke ? 20 : 1000),
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
     auth,

@@ -1,0 +1,205 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+
+import { type CpuPlan, pinnedCommand, treeCpuSeconds } from "./cpu.ts";
+import type { FeedJob, FeedMessage, FeedResult } from "./feed-process.ts";
+import type { BenchOptions } from "./options.ts";
+import { ID_STRIDE } from "./scenarios.ts";
+import { readRss, sampleRss, type Target } from "./target.ts";
+
+const FEED_PROCESS = fileURLToPath(new URL("./feed-process.ts", import.meta.url));
+
+/** The issue's bounds for the feed (issue 27). */
+export const FEED_BOUNDS = { deliveryP99Ms: 100, memoryGrowthMb: 50 } as const;
+
+type Phase = FeedResult & { serverCpuUsPerCreate: number };
+
+export type FeedTargetReport = {
+  quiet: Phase;
+  listening: Phase & { rssBeforeMb: number; rssPeakMb: number; rssAfterMb: number; memoryGrowthMb: number };
+  /** The create path with the subscribers listening against without: p99 and server CPU per creation. */
+  createP99Ratio: number;
+  checks: Array<{ bound: string; value: string; pass: boolean }>;
+};
+
+const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+
+/** The feed's client process, pinned to the load CPU, given one job at a time. */
+class FeedClient {
+  readonly #child: ChildProcess;
+  #jobs = 0;
+
+  private constructor(child: ChildProcess) {
+    this.#child = child;
+  }
+
+  static async start(plan: CpuPlan): Promise<FeedClient> {
+    const [command, args] = pinnedCommand(plan, plan.load, process.execPath, [FEED_PROCESS]);
+    const child = spawn(command, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const [message] = (await Promise.race([
+      once(child, "message"),
+      once(child, "exit").then(() => {
+        throw new Error("the feed client exited before it was ready");
+      }),
+    ])) as [FeedMessage];
+    if (message.type !== "ready") throw new Error(`the feed client said ${message.type} first`);
+    return new FeedClient(child);
+  }
+
+  run(job: Omit<FeedJob, "jobId">, onConnected?: () => void): Promise<FeedResult> {
+    const jobId = ++this.#jobs;
+    return new Promise((resolve, reject) => {
+      const onMessage = (message: FeedMessage) => {
+        if (message.type === "connected" && message.jobId === jobId) onConnected?.();
+        if ((message.type === "done" || message.type === "failed") && message.jobId === jobId) {
+          settle();
+          if (message.type === "done") resolve(message.result);
+          else reject(new Error(`feed client: ${message.error}`));
+        }
+      };
+      const onExit = () => {
+        settle();
+        reject(new Error("the feed client exited"));
+      };
+      const settle = () => {
+        this.#child.off("message", onMessage);
+        this.#child.off("exit", onExit);
+      };
+      this.#child.on("message", onMessage);
+      this.#child.once("exit", onExit);
+      this.#child.send({ ...job, jobId } satisfies FeedJob);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    const exited = once(this.#child, "exit");
+    this.#child.disconnect();
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+let idRuns = 0;
+
+/**
+ * The feed scenario against one of our servers: creations at `--rate` for `--duration` s with
+ * nobody listening, then the same with `--subscribers` streams open on GET /plants/events. Every
+ * subscriber must get every creation, in position order with no gap; the run fails otherwise.
+ * Delivery p99 and the server's RSS growth are checked against the issue's bounds.
+ */
+export async function runFeed(
+  options: BenchOptions,
+  target: Target,
+  token: string,
+  plan: CpuPlan,
+  say: (line: string) => void,
+): Promise<{ report: FeedTargetReport; failures: string[] }> {
+  const client = await FeedClient.start(plan);
+  try {
+    const job = (subscribers: number, seconds: number): Omit<FeedJob, "jobId"> => ({
+      url: target.url,
+      token,
+      subscribers,
+      plants: Math.max(1, Math.round(options.rate! * seconds)),
+      rate: options.rate!,
+      // Far above the bench's other runs, so a creation is never answered as a replay.
+      idBase: (500 + ++idRuns) * ID_STRIDE,
+      settleMs: options.smoke ? 5_000 : 10_000,
+    });
+    const phase = async (subscribers: number, seconds: number, onConnected?: () => void): Promise<Phase> => {
+      let cpuBefore = treeCpuSeconds(target.pid);
+      const result = await client.run(job(subscribers, seconds), () => {
+        // The creations' CPU, not the connects'.
+        cpuBefore = treeCpuSeconds(target.pid);
+        onConnected?.();
+      });
+      target.assertAlive();
+      const cpu = treeCpuSeconds(target.pid) - cpuBefore;
+      return { ...result, serverCpuUsPerCreate: Math.round((cpu / Math.max(1, result.plants)) * 1e6) };
+    };
+
+    if (options.warmup > 0) {
+      say(`feed ${target.name}: warm-up, ${options.rate} creations/s for ${options.warmup} s`);
+      await phase(0, options.warmup);
+    }
+    say(`feed ${target.name}: ${options.rate} creations/s for ${options.duration} s, nobody listening`);
+    const quiet = await phase(0, options.duration);
+    const rssBefore = readRss(target.pid).rss;
+    const sampler = sampleRss(target.pid);
+    say(`feed ${target.name}: the same with ${options.subscribers} subscribers`);
+    let listeningResult: Phase;
+    let rssPeak: number;
+    try {
+      listeningResult = await phase(options.subscribers, options.duration, () =>
+        say(`feed ${target.name}: ${options.subscribers} subscribers connected`),
+      );
+    } finally {
+      ({ maxRss: rssPeak } = sampler.stop());
+    }
+    const rssAfter = readRss(target.pid).rss;
+    const listening = {
+      ...listeningResult,
+      rssBeforeMb: mb(rssBefore),
+      rssPeakMb: mb(rssPeak),
+      rssAfterMb: mb(rssAfter),
+      memoryGrowthMb: mb(rssPeak - rssBefore),
+    };
+    const allDelivered = listening.complete === listening.subscribers;
+    const rateHeld = (p: Phase) => p.createRate >= 0.95 * options.rate!;
+    const createP99Ratio = quiet.createLatencyMs.p99 === 0 ? 0 : listening.createLatencyMs.p99 / quiet.createLatencyMs.p99;
+    const checks = [
+      {
+        bound: "every subscriber receives every event, in order",
+        value: `${listening.complete} of ${listening.subscribers} complete (${listening.eventsReceived.toLocaleString("en-US")} events)`,
+        pass: allDelivered,
+      },
+      {
+        bound: `commit-to-delivery p99 <= ${FEED_BOUNDS.deliveryP99Ms} ms (from the creation's answer)`,
+        value: `${listening.deliveryMs.p99} ms (from its sending: ${listening.deliveryFromSendMs.p99} ms)`,
+        pass: allDelivered && listening.deliveryMs.p99 <= FEED_BOUNDS.deliveryP99Ms,
+      },
+      {
+        bound: `server memory growth <= ${FEED_BOUNDS.memoryGrowthMb} MB`,
+        value: `${listening.memoryGrowthMb} MB (RSS ${listening.rssBeforeMb} before, peak ${listening.rssPeakMb}, ${listening.rssAfterMb} after)`,
+        pass: listening.memoryGrowthMb <= FEED_BOUNDS.memoryGrowthMb,
+      },
+      {
+        bound: `creations hold ${options.rate}/s with and without subscribers`,
+        value:
+          `${Math.round(quiet.createRate)}/s p99 ${quiet.createLatencyMs.p99} ms ${quiet.serverCpuUsPerCreate} µs CPU/create without; ` +
+          `${Math.round(listening.createRate)}/s p99 ${listening.createLatencyMs.p99} ms ${listening.serverCpuUsPerCreate} µs CPU/create with (p99 ${createP99Ratio.toFixed(2)}x)`,
+        pass: rateHeld(quiet) && rateHeld(listening),
+      },
+    ];
+    const failures: string[] = [];
+    for (const p of [quiet, listening]) {
+      if (p.createFailures > 0) failures.push(`${target.name}: ${p.createFailures} creations failed`);
+    }
+    // A missed, repeated or reordered event is a broken feed, not a slow machine: it fails the run.
+    if (!allDelivered)
+      failures.push(
+        `${target.name}: ${listening.subscribers - listening.complete} subscribers missed events: ${listening.problems.join("; ")}`,
+      );
+    return { report: { quiet, listening, createP99Ratio, checks }, failures };
+  } finally {
+    await client.stop();
+  }
+}
+
+export function formatFeed(reports: Record<string, FeedTargetReport>): string {
+  const lines: string[] = [];
+  for (const [name, report] of Object.entries(reports)) {
+    lines.push(`${name}:`);
+    for (const check of report.checks) lines.push(`  ${check.pass ? "PASS" : "FAIL"}  ${check.bound}: ${check.value}`);
+    const l = report.listening;
+    lines.push(
+      `  subscribers connected in ${l.connectMs} ms; delivery p50 ${l.deliveryMs.p50} / p99 ${l.deliveryMs.p99} / max ${l.deliveryMs.max} ms; ` +
+        `${l.eventsBeforeAnswer.toLocaleString("en-US")} events arrived before their creation's answer; ` +
+        `client process CPU ${Math.round(l.clientCpu * 100)}% (near 100%: its own lag is in the latencies)`,
+    );
+  }
+  return lines.join("\n");
+}

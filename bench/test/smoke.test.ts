@@ -96,6 +96,27 @@ describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
     expect(targets["ours"]!.summary.status200).toBe(targets["ours"]!.summary.requests);
   });
 
+  it("feed: every subscriber gets every creation in order, on both backends", { timeout: 90_000 }, async () => {
+    // --smoke: 20 subscribers, 50 creations at 50/s. A missed, repeated or reordered event fails the run.
+    const result = await runBench("feed", ["--scenario", "feed", "--backend", "sqlite,postgres"]);
+    const feed = result["feed"] as Record<
+      string,
+      {
+        listening: { subscribers: number; complete: number; eventsReceived: number; deliveryMs: { p99: number } };
+        quiet: { created: number };
+        checks: Array<{ bound: string; pass: boolean }>;
+      }
+    >;
+    expect(Object.keys(feed).sort()).toEqual(["ours[backend=postgres]", "ours[backend=sqlite]"]);
+    for (const { listening, quiet, checks } of Object.values(feed)) {
+      expect(quiet.created).toBe(50);
+      expect(listening.complete).toBe(20);
+      expect(listening.eventsReceived).toBe(20 * 50);
+      expect(listening.deliveryMs.p99).toBeGreaterThan(0);
+      expect(checks.length).toBe(4);
+    }
+  });
+
   it("soak: reports every interval with its RSS", { timeout: 90_000 }, async () => {
     const result = await runBench("soak", ["--scenario", "soak", "--duration", "3", "--rate", "100"]);
     const soak = result["soak"] as { targetRatePerSec: number; intervals: Array<{ rssMb: number; status200: number }> };

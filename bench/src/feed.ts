@@ -13,7 +13,11 @@ const FEED_PROCESS = fileURLToPath(new URL("./feed-process.ts", import.meta.url)
 /** The issue's bounds for the feed (issue 27). */
 export const FEED_BOUNDS = { deliveryP99Ms: 100, memoryGrowthMb: 50 } as const;
 
-type Phase = FeedResult & { serverCpuUsPerCreate: number };
+type Phase = FeedResult & {
+  serverCpuUsPerCreate: number;
+  /** The server's CPU over the phase's creations, in cores: what it needed, or got on a busy machine. */
+  serverCores: number;
+};
 
 export type FeedTargetReport = {
   quiet: Phase;
@@ -111,14 +115,20 @@ export async function runFeed(
     });
     const phase = async (subscribers: number, seconds: number, onConnected?: () => void): Promise<Phase> => {
       let cpuBefore = treeCpuSeconds(target.pid);
+      let wallBefore = performance.now();
       const result = await client.run(job(subscribers, seconds), () => {
         // The creations' CPU, not the connects'.
         cpuBefore = treeCpuSeconds(target.pid);
+        wallBefore = performance.now();
         onConnected?.();
       });
       target.assertAlive();
       const cpu = treeCpuSeconds(target.pid) - cpuBefore;
-      return { ...result, serverCpuUsPerCreate: Math.round((cpu / Math.max(1, result.plants)) * 1e6) };
+      return {
+        ...result,
+        serverCpuUsPerCreate: Math.round((cpu / Math.max(1, result.plants)) * 1e6),
+        serverCores: Math.round((cpu / ((performance.now() - wallBefore) / 1000)) * 100) / 100,
+      };
     };
 
     if (options.warmup > 0) {
@@ -149,7 +159,8 @@ export async function runFeed(
     };
     const allDelivered = listening.complete === listening.subscribers;
     const rateHeld = (p: Phase) => p.createRate >= 0.95 * options.rate!;
-    const createP99Ratio = quiet.createLatencyMs.p99 === 0 ? 0 : listening.createLatencyMs.p99 / quiet.createLatencyMs.p99;
+    const createP99Ratio =
+      quiet.createLatencyMs.p99 === 0 ? 0 : listening.createLatencyMs.p99 / quiet.createLatencyMs.p99;
     const checks = [
       {
         bound: "every subscriber receives every event, in order",
@@ -198,6 +209,7 @@ export function formatFeed(reports: Record<string, FeedTargetReport>): string {
     lines.push(
       `  subscribers connected in ${l.connectMs} ms; delivery p50 ${l.deliveryMs.p50} / p99 ${l.deliveryMs.p99} / max ${l.deliveryMs.max} ms; ` +
         `${l.eventsBeforeAnswer.toLocaleString("en-US")} events arrived before their creation's answer; ` +
+        `server CPU ${report.quiet.serverCores} cores without, ${l.serverCores} with; ` +
         `client process CPU ${Math.round(l.clientCpu * 100)}% (near 100%: its own lag is in the latencies)`,
     );
   }

@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-import { type CpuPlan, pinnedCommand, treeCpuSeconds } from "./cpu.ts";
+import { type CpuPlan, pinnedCommand, processTree, treeCpuSeconds } from "./cpu.ts";
 import type { FeedJob, FeedMessage, FeedResult } from "./feed-process.ts";
 import type { BenchOptions } from "./options.ts";
 import { ID_STRIDE } from "./scenarios.ts";
@@ -11,12 +12,14 @@ import { readRss, sampleRss, type Target } from "./target.ts";
 const FEED_PROCESS = fileURLToPath(new URL("./feed-process.ts", import.meta.url));
 
 /** The issue's bounds for the feed (issue 27). */
-export const FEED_BOUNDS = { deliveryP99Ms: 100, memoryGrowthMb: 50 } as const;
+const FEED_BOUNDS = { deliveryP99Ms: 100, memoryGrowthMb: 50 } as const;
 
 type Phase = FeedResult & {
   serverCpuUsPerCreate: number;
   /** The server's CPU over the phase's creations, in cores: what it needed, or got on a busy machine. */
   serverCores: number;
+  /** Of the same wall time, the share its threads waited runnable for a CPU (summed over threads). */
+  serverRunQueueShare: number;
 };
 
 export type FeedTargetReport = {
@@ -26,6 +29,24 @@ export type FeedTargetReport = {
   createP99Ratio: number;
   checks: Array<{ bound: string; value: string; pass: boolean }>;
 };
+
+/**
+ * Seconds the server's threads spent runnable but waiting for a CPU (/proc/<pid>/task/<tid>/schedstat,
+ * second field): high means the machine starved it, low with a stall means the stall is its own.
+ */
+function runQueueWaitSeconds(root: number): number {
+  let ns = 0;
+  for (const pid of processTree(root)) {
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[1] ?? 0);
+      }
+    } catch {
+      // A thread or process gone between listing and reading.
+    }
+  }
+  return ns / 1e9;
+}
 
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
@@ -116,18 +137,22 @@ export async function runFeed(
     const phase = async (subscribers: number, seconds: number, onConnected?: () => void): Promise<Phase> => {
       let cpuBefore = treeCpuSeconds(target.pid);
       let wallBefore = performance.now();
+      let waitBefore = runQueueWaitSeconds(target.pid);
       const result = await client.run(job(subscribers, seconds), () => {
         // The creations' CPU, not the connects'.
         cpuBefore = treeCpuSeconds(target.pid);
         wallBefore = performance.now();
+        waitBefore = runQueueWaitSeconds(target.pid);
         onConnected?.();
       });
       target.assertAlive();
       const cpu = treeCpuSeconds(target.pid) - cpuBefore;
+      const wall = (performance.now() - wallBefore) / 1000;
       return {
         ...result,
         serverCpuUsPerCreate: Math.round((cpu / Math.max(1, result.plants)) * 1e6),
-        serverCores: Math.round((cpu / ((performance.now() - wallBefore) / 1000)) * 100) / 100,
+        serverCores: Math.round((cpu / wall) * 100) / 100,
+        serverRunQueueShare: Math.round(((runQueueWaitSeconds(target.pid) - waitBefore) / wall) * 100) / 100,
       };
     };
 
@@ -209,7 +234,8 @@ export function formatFeed(reports: Record<string, FeedTargetReport>): string {
     lines.push(
       `  subscribers connected in ${l.connectMs} ms; delivery p50 ${l.deliveryMs.p50} / p99 ${l.deliveryMs.p99} / max ${l.deliveryMs.max} ms; ` +
         `${l.eventsBeforeAnswer.toLocaleString("en-US")} events arrived before their creation's answer; ` +
-        `server CPU ${report.quiet.serverCores} cores without, ${l.serverCores} with; ` +
+        `server CPU ${report.quiet.serverCores} cores without, ${l.serverCores} with, ` +
+        `waiting for a CPU ${Math.round(report.quiet.serverRunQueueShare * 100)}% / ${Math.round(l.serverRunQueueShare * 100)}% of the time; ` +
         `client process CPU ${Math.round(l.clientCpu * 100)}% (near 100%: its own lag is in the latencies)`,
     );
   }

@@ -96,6 +96,25 @@ describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
     expect(targets["ours"]!.summary.status200).toBe(targets["ours"]!.summary.requests);
   });
 
+  // Every 200 carried exactly the plant asked for (or, patched, renamed as asked) and an ETag; a PATCH
+  // with a stale ETag would be a 412 and fail the run, so these also prove each PATCH carried the
+  // current one, on ours and on the floor beside it.
+  it.for(["read", "update"])(
+    "%s: by id from a prefilled store, beside its durable floor, with the ratio to it",
+    { timeout: 90_000 },
+    async (scenario) => {
+      const result = await runBench(scenario, ["--scenario", scenario]);
+      const targets = result["targets"] as Record<string, { summary: Summary }>;
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "floor", "ours"]);
+      for (const { summary } of Object.values(targets)) {
+        expect(summary.status200).toBeGreaterThan(0);
+        expect(summary.status200).toBe(summary.requests);
+      }
+      const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+      expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours / floor");
+    },
+  );
+
   it("soak: reports every interval with its RSS", { timeout: 90_000 }, async () => {
     const result = await runBench("soak", ["--scenario", "soak", "--duration", "3", "--rate", "100"]);
     const soak = result["soak"] as { targetRatePerSec: number; intervals: Array<{ rssMb: number; status200: number }> };

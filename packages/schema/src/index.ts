@@ -6,6 +6,7 @@ export {
   Plant,
   PlantId,
   PlantName,
+  PlantPatch,
   PlantTag,
   TAG_MAX_LENGTH,
 } from "./plant.ts";

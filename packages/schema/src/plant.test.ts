@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { INT64_MAX, INT64_MIN, toInt64 } from "./int64.ts";
-import { NewPlant, Plant } from "./plant.ts";
+import { NewPlant, Plant, PlantPatch } from "./plant.ts";
 
 describe("NewPlant", () => {
   it("accepts the int64 bounds as bigint ids", () => {
@@ -26,6 +26,16 @@ describe("NewPlant", () => {
 describe("Plant", () => {
   it("has no id", () => {
     expect(Plant.parse({ id: 1n, name: "a", tag: "b" })).toEqual({ name: "a", tag: "b" });
+  });
+});
+
+describe("PlantPatch", () => {
+  it("keeps what is left out, takes null as removing the tag, and checks what is sent like NewPlant", () => {
+    expect(PlantPatch.parse({})).toEqual({});
+    expect(PlantPatch.parse({ tag: null })).toEqual({ tag: null });
+    expect(PlantPatch.parse({ name: "a", extra: 1 })).toEqual({ name: "a" });
+    for (const patch of [{ name: null }, { name: "" }, { tag: "" }, { tag: 7 }, { name: "\u0000" }])
+      expect(PlantPatch.safeParse(patch).success, JSON.stringify(patch)).toBe(false);
   });
 });
 

@@ -53,3 +53,18 @@ export const NewPlant = z
   .object({ id: PlantId, ...Plant.shape })
   .meta({ id: "NewPlant", examples: [NEW_PLANT_EXAMPLE] });
 export type NewPlant = z.infer<typeof NewPlant>;
+
+/**
+ * The body of `PATCH /plants/{id}`, a JSON merge patch (RFC 7396): a field left out keeps its
+ * value, `"tag": null` removes the tag, and what is sent follows NewPlant's rules. Unknown fields
+ * are ignored as in `POST /plants`; an `id` is refused by the server, as the path names the plant.
+ */
+export const PlantPatch = z
+  .object({
+    name: PlantName.optional(),
+    tag: PlantTag.nullable()
+      .optional()
+      .meta({ description: "A tag that specifies the type of the plant; null removes it" }),
+  })
+  .meta({ id: "PlantPatch", examples: [{ tag: "outdoor" }] });
+export type PlantPatch = z.infer<typeof PlantPatch>;

@@ -25,6 +25,21 @@ export type OperationDocs = {
   requestBodyDescription?: (limits: { bodyLimitBytes: number }) => string;
   /** The schema the document gives the answer when the procedure checks its output more cheaply. */
   documentedOutput?: z.ZodType;
+  /**
+   * The named schema the document gives the body when the input also holds path parameters
+   * (which trpc-to-openapi would otherwise inline without its name).
+   */
+  documentedBody?: z.ZodType;
+  /** The one media type the body is accepted in (default `application/json`); the adapter answers 415 to others. */
+  requestMediaType?: string;
+  /** Header parameters the operation reads (the conditional headers), as OpenAPI Parameter Objects without `in`. */
+  headerParameters?: readonly Json[];
+  /** Successes besides the 200 (or 204): a creating 201 with the same body, a bodiless 304. */
+  otherSuccesses?: Readonly<
+    Partial<Record<"201" | "304", { description: string; headers: Record<string, HeaderDoc> }>>
+  >;
+  /** Headers of the operation's error answers by status, over the ones every operation's carry (service-docs.ts). */
+  errorHeaders?: Readonly<Record<number, Readonly<Record<string, HeaderDoc>>>>;
 };
 
 /** Failures of the bearer token and its rate limit, possible on every protected operation. */

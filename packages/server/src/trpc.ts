@@ -5,6 +5,7 @@ import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
 import { ApiError, toTRPCError } from "./errors.ts";
 import type { OperationDocs } from "./operation-docs.ts";
+import type { Preconditions } from "./preconditions.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
 
 /**
@@ -16,6 +17,13 @@ export type Context = {
   store: PlantStore;
   /** Response headers a procedure wants sent (e.g. `Link`); the adapter applies them. */
   responseHeaders: Map<string, string>;
+  /** The request's `If-Match` and `If-None-Match`, parsed by the adapter. */
+  preconditions: Preconditions;
+  /**
+   * The status a procedure wants answered instead of 200 (201 for a creating PUT, 304 for a
+   * matching If-None-Match, which the adapter sends without a body). An object, as tRPC copies ctx.
+   */
+  response: { status?: number };
 };
 
 /** Everything about an operation sits here: its route, the scopes it needs, and how the document describes it. */

@@ -20,7 +20,8 @@ import { clientAddressOf } from "./client-address.ts";
 import { decodeUnreserved } from "./normalize-path.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { plainPaths } from "./plain-paths.ts";
-import { assertIdentityEncoding, assertJsonContentType, readJsonObject } from "./read-json-body.ts";
+import { readPreconditions } from "./precondition-headers.ts";
+import { assertIdentityEncoding, assertMediaType, readJsonObject } from "./read-json-body.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
 import { type RouteMatch, RouteTable } from "./routes.ts";
 import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
@@ -147,8 +148,8 @@ export function createApp(options: AppOptions): Koa {
           const origin = ctx.get("origin");
           return corsOrigins.includes("*") || corsOrigins.includes(origin) ? origin : "";
         },
-        allowMethods: ["GET", "HEAD", "POST", "DELETE"],
-        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id"],
+        allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "If-Match", "If-None-Match"],
         // Every response header a caller may need to read (Access-Control-Expose-Headers: the
         // CORS-safelisted ones need no listing): the request id for support, paging, rate limits.
         exposeHeaders: [
@@ -160,6 +161,9 @@ export function createApp(options: AppOptions): Koa {
           "RateLimit",
           "RateLimit-Policy",
           "Accept-Encoding",
+          "ETag",
+          "Location",
+          "Accept-Patch",
         ],
         maxAge: 600,
       }),
@@ -220,14 +224,25 @@ export function createApp(options: AppOptions): Koa {
       // Query values stay strings (repeated ones become arrays and are refused); the schemas parse them strictly.
       input = { ...ctx.query, ...params };
     } else {
-      assertJsonContentType(ctx.get("content-type") || undefined);
+      assertMediaType(ctx.get("content-type") || undefined, route.mediaType);
       assertIdentityEncoding(ctx.get("content-encoding") || undefined);
       // Routing, authentication and the declared length are decided: only now is the body asked for.
       const body = await readJsonObject(ctx.req, bodyLimitBytes, () => continueIfExpected(ctx));
+      // The path names the resource; a body naming it too could disagree, so it is refused, not overridden.
+      const named = Object.keys(params).find((name) => Object.hasOwn(body, name));
+      if (named !== undefined) {
+        throw new ApiError("VALIDATION_FAILED", `${named} must not be sent in the body: the path names the plant`);
+      }
       input = Object.keys(params).length === 0 ? body : { ...body, ...params };
     }
 
-    const trpcContext: Context = { principal, store, responseHeaders: new Map() };
+    const trpcContext: Context = {
+      principal,
+      store,
+      responseHeaders: new Map(),
+      preconditions: readPreconditions(ctx.req.headers),
+      response: {},
+    };
     let output: unknown;
     try {
       output = await callProcedure({
@@ -244,11 +259,13 @@ export function createApp(options: AppOptions): Koa {
       throw error;
     }
     for (const [name, value] of trpcContext.responseHeaders) ctx.set(name, value);
-    if (output === undefined) {
-      ctx.status = 204;
+    const status = trpcContext.response.status;
+    // A 304 has no body (RFC 9110 §15.4.5): the headers say all a cache needs.
+    if (output === undefined || status === 304) {
+      ctx.status = status ?? 204;
       return;
     }
-    ctx.status = 200;
+    ctx.status = status ?? 200;
     ctx.set("Content-Type", JSON_CONTENT_TYPE);
     // Ids in answers are exact int64 JSON integers.
     ctx.body = stringifyJsonLossless(output);

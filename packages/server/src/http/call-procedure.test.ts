@@ -36,7 +36,13 @@ afterAll(async () => {
   await store.close();
 });
 
-const context = (principal: Principal | null = OPERATOR): Context => ({ principal, store, responseHeaders: new Map() });
+const context = (principal: Principal | null = OPERATOR): Context => ({
+  principal,
+  store,
+  responseHeaders: new Map(),
+  preconditions: {},
+  response: {},
+});
 
 /** The reason a call rejected, for assertions on its fields. */
 async function rejectionOf(call: Promise<unknown>): Promise<unknown> {

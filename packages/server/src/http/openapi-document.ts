@@ -11,6 +11,7 @@ import {
 import { globalRegistry, ZodType } from "zod";
 import { createDocument, createSchema } from "zod-openapi";
 
+import type { HeaderDoc } from "../operation-docs.ts";
 import { PACKAGE_VERSION } from "../package-version.ts";
 import type { AppRouter } from "../router/root.ts";
 import {
@@ -33,7 +34,10 @@ type Json = Record<string, unknown>;
 const errorRef = { $ref: "#/components/schemas/Error" };
 
 /** An operation's error responses: its catalogued codes grouped by status, described per status (service-docs.ts). */
-function errorResponses(codes: readonly ErrorCodeName[]): Json {
+function errorResponses(
+  codes: readonly ErrorCodeName[],
+  operationHeaders: Readonly<Record<number, Readonly<Record<string, HeaderDoc>>>> = {},
+): Json {
   const byStatus = new Map<number, ErrorCodeName[]>();
   for (const code of new Set(codes)) {
     const status = ErrorCodes[code].status;
@@ -51,7 +55,7 @@ function errorResponses(codes: readonly ErrorCodeName[]): Json {
       "x-error-codes": names.map((n) => ({ error: ErrorCodes[n].error, name: n, meaning: ErrorCodes[n].meaning })),
       content: { "application/json": { schema: errorRef } },
     };
-    const headers = ERROR_STATUS_HEADERS[status];
+    const headers = operationHeaders[status] ?? ERROR_STATUS_HEADERS[status];
     if (headers !== undefined) response["headers"] = headers;
     responses[String(status)] = response;
   }
@@ -160,27 +164,39 @@ function completeOperation(
   const { inputParser, outputParser } = getInputOutputParsers(procedure);
 
   const parameters = (operation["parameters"] ?? []) as Json[];
-  if (parameters.length === 0) {
+  const headerParameters = (meta.headerParameters ?? []).map((parameter) => ({
+    ...parameter,
+    in: "header",
+    ...firstExample(parameter["examples"]),
+  }));
+  if (parameters.length + headerParameters.length === 0) {
     delete operation["parameters"];
   } else {
     const schemas = meta.parameterSchemas ?? {};
-    operation["parameters"] = parameters.map((parameter) => {
-      const schema = (schemas[parameter["name"] as string] ?? parameter["schema"]) as Json;
-      return { ...parameter, schema, ...firstExample(schema["examples"]) };
-    });
+    operation["parameters"] = [
+      ...parameters.map((parameter) => {
+        const schema = (schemas[parameter["name"] as string] ?? parameter["schema"]) as Json;
+        return { ...parameter, schema, ...firstExample(schema["examples"]) };
+      }),
+      ...headerParameters,
+    ];
   }
 
   const body = operation["requestBody"] as Json | undefined;
   if (body !== undefined) {
     const description = meta.requestBodyDescription?.({ bodyLimitBytes: options.bodyLimitBytes });
     // Without path parameters the body is the whole input, so a named input schema is shown by
-    // `$ref` (the interface's NewPlant); otherwise trpc-to-openapi's body, which leaves them out.
-    const schema = parameters.length === 0 ? render(inputParser, "input", pool) : undefined;
-    const example = firstExample(zodExamples(inputParser));
+    // `$ref` (the interface's NewPlant); with them, the named body schema of the meta, else
+    // trpc-to-openapi's body, which leaves the parameters out.
+    const named = parameters.length === 0 ? inputParser : meta.documentedBody;
+    const schema = named === undefined ? undefined : render(named, "input", pool);
+    const example = firstExample(zodExamples(named));
+    const mediaType = meta.requestMediaType ?? "application/json";
+    const generated = (body["content"] as Record<string, Json>)["application/json"];
     operation["requestBody"] = {
       required: body["required"],
       ...(description === undefined ? {} : { description }),
-      content: schema === undefined ? body["content"] : { "application/json": { schema, ...example } },
+      content: { [mediaType]: schema === undefined ? generated : { schema, ...example } },
     };
   }
 
@@ -188,25 +204,25 @@ function completeOperation(
   const description = (generatedSuccess["description"] as string | undefined) ?? "OK";
   const headers = meta.successHeaders === undefined ? {} : { headers: meta.successHeaders };
   // The adapter answers 204 when a procedure returns nothing.
+  const content = {
+    "application/json": {
+      schema:
+        meta.documentedOutput === undefined
+          ? (generatedSuccess["content"] as Record<string, Json>)["application/json"]?.["schema"]
+          : render(meta.documentedOutput, "output", pool),
+      ...firstExample(zodExamples(meta.documentedOutput ?? outputParser)),
+    },
+  };
+  // The adapter answers 204 when a procedure returns nothing.
   const success =
     outputParser !== undefined && instanceofZodTypeKind(outputParser, "void")
       ? { "204": { description, ...headers } }
-      : {
-          "200": {
-            description,
-            ...headers,
-            content: {
-              "application/json": {
-                schema:
-                  meta.documentedOutput === undefined
-                    ? (generatedSuccess["content"] as Record<string, Json>)["application/json"]?.["schema"]
-                    : render(meta.documentedOutput, "output", pool),
-                ...firstExample(zodExamples(meta.documentedOutput ?? outputParser)),
-              },
-            },
-          },
-        };
-  operation["responses"] = { ...success, ...errorResponses(meta.errors) };
+      : { "200": { description, ...headers, content } };
+  // A 201 carries the same body as the 200; a 304 none (RFC 9110 §15.4.5).
+  const others: Json = {};
+  for (const [status, other] of Object.entries(meta.otherSuccesses ?? {}))
+    others[status] = status === "304" ? other : { ...other, content };
+  operation["responses"] = { ...success, ...others, ...errorResponses(meta.errors, meta.errorHeaders) };
 
   // OpenAPI 3.1 lets a non-OAuth requirement list "role names": here, the scopes needed.
   operation["security"] = meta.openapi?.protect === false ? [] : [{ bearerAuth: [...(meta.scopes ?? [])] }];

@@ -8,23 +8,30 @@ import { ApiError } from "../errors.ts";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** Refuses anything but `application/json` (parameters allowed; a charset, if given, must be UTF-8). */
-export function assertJsonContentType(header: string | undefined): void {
-  if (header === undefined || header.length === 0) {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
-  }
+/**
+ * Refuses a body in any media type but `mediaType` (`application/json`, or PATCH's
+ * `application/merge-patch+json`), parameters allowed; a charset, if given, must be UTF-8. A PATCH
+ * refused names the patch format it reads in `Accept-Patch` (RFC 5789 §3.1).
+ */
+export function assertMediaType(header: string | undefined, mediaType: string): void {
+  const refused = (message: string) =>
+    new ApiError(
+      "UNSUPPORTED_MEDIA_TYPE",
+      message,
+      mediaType === "application/json" ? undefined : { headers: { "Accept-Patch": mediaType } },
+    );
+  const expected = `Content-Type must be ${mediaType}`;
+  if (header === undefined || header.length === 0) throw refused(expected);
   let parsed;
   try {
     parsed = parseContentType(header);
   } catch {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
+    throw refused(expected);
   }
-  if (parsed.type !== "application/json") {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
-  }
+  if (parsed.type !== mediaType) throw refused(expected);
   const charset = parsed.parameters["charset"]?.toLowerCase();
   if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
-    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "the JSON body must be encoded as UTF-8");
+    throw refused("the JSON body must be encoded as UTF-8");
   }
 }
 

@@ -2,6 +2,7 @@ import type { AnyProcedure } from "@trpc/server";
 import { forEachOpenApiProcedure, getPathRegExp, normalizePath, type OpenApiMethod } from "trpc-to-openapi";
 
 import type { AppRouter } from "../router/root.ts";
+import type { Meta } from "../trpc.ts";
 import type { PlainPath } from "./plain-paths.ts";
 
 export type ProcedureRoute = {
@@ -14,6 +15,8 @@ export type ProcedureRoute = {
   procedure: AnyProcedure;
   type: "query" | "mutation";
   protect: boolean;
+  /** The one media type the body is read in (`meta.requestMediaType`). */
+  mediaType: string;
 };
 
 export type RouteMatch = { route: ProcedureRoute; params: Record<string, string> } | { plain: PlainPath };
@@ -31,7 +34,7 @@ export class RouteTable {
 
   constructor(router: AppRouter, plainPaths: readonly PlainPath[]) {
     this.#plain = new Map(plainPaths.map((plain) => [plain.path, plain]));
-    forEachOpenApiProcedure(router._def.procedures, ({ path, type, procedure, meta }) => {
+    forEachOpenApiProcedure<Meta>(router._def.procedures, ({ path, type, procedure, meta }) => {
       if (type === "subscription") return;
       const template = normalizePath(meta.openapi.path);
       this.#routes.push({
@@ -43,6 +46,7 @@ export class RouteTable {
         procedure: procedure as AnyProcedure,
         type,
         protect: meta.openapi.protect !== false,
+        mediaType: meta.requestMediaType ?? "application/json",
       });
     });
   }

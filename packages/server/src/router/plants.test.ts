@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../auth/principal.ts";
 import { toApiError } from "../errors.ts";
 import { openStore } from "../storage/open-store.ts";
+import type { Preconditions } from "../preconditions.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { createCallerFactory } from "../trpc.ts";
 import { appRouter } from "./root.ts";
@@ -42,9 +43,14 @@ afterAll(async () => {
 });
 
 /** A caller for one request: the headers a procedure sets land in `responseHeaders`, as the adapter sees them. */
-function call(who: Principal | null = WRITER) {
+function call(who: Principal | null = WRITER, preconditions: Preconditions = {}) {
   const responseHeaders = new Map<string, string>();
-  return { api: createCaller({ principal: who, store, responseHeaders }), responseHeaders };
+  const response: { status?: number } = {};
+  return {
+    api: createCaller({ principal: who, store, responseHeaders, preconditions, response }),
+    responseHeaders,
+    response,
+  };
 }
 
 type ListInput = { limit?: string; after?: string; tag?: string };

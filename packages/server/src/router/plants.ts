@@ -13,9 +13,24 @@ import {
 import { z } from "zod";
 
 import { ApiError, toTRPCError } from "../errors.ts";
-import { AUTH_ERRORS, int64Parameter, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
+import {
+  AUTH_ERRORS,
+  header,
+  int64Parameter,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ERRORS,
+  SERVER_ERRORS,
+} from "../operation-docs.ts";
 import type { ListedPlant } from "../storage/plant-store.ts";
 import { protectedProcedure } from "../trpc.ts";
+import {
+  CREATED_ETAG,
+  EVALUATION_ORDER,
+  ifMatchParameter,
+  plantByIdRouter,
+  preconditionFailed,
+  show,
+} from "./plant-by-id.ts";
 
 /**
  * RFC 8288 `Link` to the next page as a root-relative reference: it keeps the host and scheme the
@@ -63,7 +78,10 @@ export const plantsRouter = {
         operationId: "createPlant",
         summary: "Create a plant",
         tags: ["plants"],
-        description: "Creates a new plant in the store",
+        description:
+          "Creates a new plant in the store. A replayed `POST` (the same id, name and tag) answers 200 again and a " +
+          "different plant under a stored id answers 409: either is decided against the plant as it is now, after any " +
+          "`PATCH` or `PUT` since, not as it was first created.",
         successDescription: "Plant response",
       },
       scopes: ["plants:write"],
@@ -177,6 +195,8 @@ export const plantsRouter = {
       return page;
     }),
 
+  ...plantByIdRouter,
+
   delete: protectedProcedure
     .meta({
       openapi: {
@@ -186,11 +206,31 @@ export const plantsRouter = {
         operationId: "deletePlant",
         summary: "Delete a plant",
         tags: ["plants"],
-        description: "Deletes the plant with this id; the id is free for a new plant afterwards.",
+        description:
+          "Deletes the plant with this id; the id is free for a new plant afterwards. With `If-Match`, only if the plant " +
+          "is still as read (its current `ETag`, or `*`): a stale tag is 412 with the current `ETag`, and the plant stays. " +
+          EVALUATION_ORDER,
         successDescription: "Deleted",
       },
       scopes: ["plants:write"],
-      errors: ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND", ...REQUEST_ERRORS, ...SERVER_ERRORS],
+      errors: [
+        "INVALID_PARAMETER",
+        ...AUTH_ERRORS,
+        "PLANT_NOT_FOUND",
+        "PRECONDITION_FAILED",
+        ...REQUEST_ERRORS,
+        ...SERVER_ERRORS,
+      ],
+      headerParameters: [
+        ifMatchParameter(
+          "Optional: the plant's current `ETag` (or `*`); the plant is deleted only if it still matches (strong comparison).",
+          CREATED_ETAG,
+          false,
+        ),
+      ],
+      errorHeaders: {
+        412: { ETag: header("The plant's current entity tag, to read it again and decide.") },
+      },
       // The plant createPlant's example creates, so a generated collection deletes what it made.
       parameterSchemas: { id: int64Parameter("Identification number of the plant", NEW_PLANT_EXAMPLE.id) },
       successHeaders: RATE_LIMIT_HEADERS,
@@ -198,7 +238,16 @@ export const plantsRouter = {
     .input(PlantIdPath)
     .output(z.void())
     .mutation(async ({ ctx, input }) => {
-      const outcome = await ctx.store.delete(input.id);
+      const { ifMatch, ifNoneMatch } = ctx.preconditions;
+      if (ifNoneMatch !== undefined) {
+        throw toTRPCError(new ApiError("BAD_REQUEST", "DELETE does not take If-None-Match; send If-Match"));
+      }
+      const outcome = await ctx.store.delete(input.id, ifMatch);
+      if (typeof outcome === "object") {
+        // A plant that is gone is 404 whatever the condition said (RFC 9110 §13.2.2).
+        if (outcome.current !== undefined) preconditionFailed(input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
+        throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
+      }
       if (outcome === "not_found") {
         throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
       }

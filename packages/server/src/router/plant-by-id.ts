@@ -1,0 +1,333 @@
+import { NEW_PLANT_EXAMPLE, NewPlant, Plant, PlantIdPath, PlantPatch } from "@plantstore/schema";
+
+import { ApiError, toTRPCError } from "../errors.ts";
+import {
+  AUTH_ERRORS,
+  header,
+  type HeaderDoc,
+  int64Parameter,
+  RATE_LIMIT_HEADERS,
+  REQUEST_ERRORS,
+  SERVER_ERRORS,
+} from "../operation-docs.ts";
+import { ifNoneMatchMatches } from "../preconditions.ts";
+import { ifMatchHolds, plantETag } from "../storage/plant-etag.ts";
+import type { PreconditionFailed, WriteOutcome } from "../storage/plant-store.ts";
+import type { Context } from "../trpc.ts";
+import { protectedProcedure } from "../trpc.ts";
+
+/** The media type of a JSON merge patch (RFC 7396), the only one PATCH reads. */
+export const MERGE_PATCH_MEDIA_TYPE = "application/merge-patch+json";
+
+/** Where a plant is read, as `Location` names it: root-relative, like the list's `Link`. */
+export const plantLocation = (id: bigint): string => `/plants/${id}`;
+
+/**
+ * RFC 9110 §13.2.2's order, as every operation on one plant follows it; the document and the
+ * README say the same.
+ */
+export const EVALUATION_ORDER =
+  "Evaluation order (RFC 9110 §13.2): the token and its scope (401, 403), then the request itself " +
+  "(400, 415), then whether the plant exists (404, whatever the preconditions say; a `PUT` with `If-Match` " +
+  "on a free id is 412, as a `PUT` could create it), then whether a precondition is required (428), then the " +
+  "preconditions (412, or 304 for a read), and only then the change, which is checked and written in one " +
+  "atomic step, across instances on one PostgreSQL too.";
+
+// Working examples for a collection run in the document's order: create the example plant, read
+// it, patch its tag to `outdoor` (If-Match: its tag as created), replace it with the created
+// plant again (If-Match: the patched one's), delete it (If-Match: the created one's again).
+const EXAMPLE_PATCH = { tag: "outdoor" } as const;
+export const CREATED_ETAG = plantETag({ ...NEW_PLANT_EXAMPLE, id: BigInt(NEW_PLANT_EXAMPLE.id) });
+const PATCHED_ETAG = plantETag({ ...NEW_PLANT_EXAMPLE, ...EXAMPLE_PATCH, id: BigInt(NEW_PLANT_EXAMPLE.id) });
+
+const ETAG_HEADER = header(
+  "The plant's strong entity tag (RFC 9110 §8.8.3): it changes with every change of the plant's content and is the same " +
+    "on every instance and backend for the same content. Send it back in `If-Match` to change the plant only as read.",
+);
+const CURRENT_ETAG: Readonly<Record<string, HeaderDoc>> = {
+  ETag: header("The plant's current entity tag, to read it again and retry (absent when no plant has this id)."),
+};
+
+export const ifMatchParameter = (description: string, example: string, required: boolean) => ({
+  name: "If-Match",
+  in: "header",
+  required,
+  description,
+  schema: { type: "string" },
+  examples: [example],
+});
+
+const ID_PARAMETER = { id: int64Parameter("Identification number of the plant", NEW_PLANT_EXAMPLE.id) };
+
+const notFound = (id: bigint) => toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${id} is stored`));
+
+/** The 412 of a refused condition, carrying the current tag so the caller can re-read and retry. */
+export function preconditionFailed(id: bigint, refused: PreconditionFailed, sent: string): never {
+  const { current } = refused;
+  if (current === undefined) {
+    throw toTRPCError(new ApiError("PRECONDITION_FAILED", `no plant with id ${id} is stored, so ${sent} fails`));
+  }
+  const etag = plantETag(current);
+  const message =
+    sent === "If-None-Match: *"
+      ? `a plant with id ${id} is already stored (ETag ${etag}), so ${sent} fails`
+      : `the plant with id ${id} is now ETag ${etag}, which ${sent} does not name`;
+  throw toTRPCError(new ApiError("PRECONDITION_FAILED", message, { headers: { ETag: etag } }));
+}
+
+/** An If-Match as sent, for messages. */
+export const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
+
+/** The answer to a write: the plant as stored, with its tag; 201 when it was created. */
+function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string): NewPlant {
+  if (outcome.outcome === "not_found") throw notFound(id);
+  if (outcome.outcome === "precondition_failed") preconditionFailed(id, outcome, sent);
+  ctx.responseHeaders.set("ETag", plantETag(outcome.plant));
+  if (outcome.created) {
+    ctx.response.status = 201;
+    ctx.responseHeaders.set("Location", plantLocation(id));
+  }
+  return outcome.plant;
+}
+
+const noIfNoneMatch = (ctx: Context, method: string) => {
+  if (ctx.preconditions.ifNoneMatch !== undefined) {
+    throw toTRPCError(
+      new ApiError("BAD_REQUEST", `${method} does not take If-None-Match here; send If-Match with the plant's ETag`),
+    );
+  }
+};
+
+const PLANT_ERRORS = ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND"] as const;
+const BODY_ERRORS = [
+  "MALFORMED_JSON",
+  "BODY_NOT_OBJECT",
+  "EMPTY_BODY",
+  "VALIDATION_FAILED",
+  "BODY_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "UNSUPPORTED_CONTENT_ENCODING",
+] as const;
+
+export const plantByIdRouter = {
+  get: protectedProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/plants/{id}",
+        protect: true,
+        operationId: "getPlant",
+        summary: "Read a plant",
+        tags: ["plants"],
+        description:
+          "Reads the plant with this id (the same shape as a list item, with an exact int64 id) and its `ETag`. " +
+          "With `If-None-Match` naming its current tag (weak comparison) or `*`, answers 304 without a body, so a " +
+          "client holding the plant reads nothing again. `HEAD` answers the same headers without the body. " +
+          EVALUATION_ORDER,
+        successDescription: "The plant",
+      },
+      scopes: ["plants:read"],
+      errors: [...PLANT_ERRORS, "PRECONDITION_FAILED", ...REQUEST_ERRORS, ...SERVER_ERRORS],
+      parameterSchemas: ID_PARAMETER,
+      headerParameters: [
+        {
+          name: "If-None-Match",
+          required: false,
+          description:
+            "`*` or the entity tags the client holds (RFC 9110 §13.1.2): when one matches the plant's (weak comparison), " +
+            "the answer is 304 with the `ETag` and no body.",
+          schema: { type: "string" },
+          examples: [PATCHED_ETAG],
+        },
+        ifMatchParameter(
+          "`*` or entity tags (RFC 9110 §13.1.1): the plant is answered only if one of them is its current tag (strong comparison), else 412.",
+          CREATED_ETAG,
+          false,
+        ),
+      ],
+      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+      otherSuccesses: {
+        "304": {
+          description: "Not modified: `If-None-Match` matched the plant's current tag; no body",
+          headers: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+        },
+      },
+      errorHeaders: { 412: CURRENT_ETAG },
+    })
+    .input(PlantIdPath)
+    .output(NewPlant)
+    .query(async ({ ctx, input }) => {
+      const plant = await ctx.store.get(input.id);
+      if (plant === undefined) throw notFound(input.id);
+      const { ifMatch, ifNoneMatch } = ctx.preconditions;
+      if (ifMatch !== undefined && !ifMatchHolds(ifMatch, plant)) {
+        preconditionFailed(input.id, { outcome: "precondition_failed", current: plant }, `If-Match: ${show(ifMatch)}`);
+      }
+      const etag = plantETag(plant);
+      ctx.responseHeaders.set("ETag", etag);
+      // The plant is still the output, for callers in process; the adapter sends a 304 without it.
+      if (ifNoneMatch !== undefined && ifNoneMatchMatches(ifNoneMatch, etag)) ctx.response.status = 304;
+      return plant;
+    }),
+
+  update: protectedProcedure
+    .meta({
+      openapi: {
+        method: "PATCH",
+        path: "/plants/{id}",
+        protect: true,
+        operationId: "updatePlant",
+        summary: "Change a plant",
+        tags: ["plants"],
+        description:
+          "Changes the plant with a JSON merge patch (RFC 7396, `Content-Type: application/merge-patch+json`): `name` and " +
+          '`tag` may change, `"tag": null` removes the tag, a field left out keeps its value. `If-Match` with the plant\'s ' +
+          "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
+          "is 412 with the current `ETag`; read the plant again and retry. " +
+          EVALUATION_ORDER,
+        successDescription: "The plant as changed",
+      },
+      scopes: ["plants:write"],
+      errors: [
+        ...PLANT_ERRORS,
+        ...BODY_ERRORS,
+        "PRECONDITION_FAILED",
+        "PRECONDITION_REQUIRED",
+        ...REQUEST_ERRORS,
+        ...SERVER_ERRORS,
+      ],
+      parameterSchemas: ID_PARAMETER,
+      headerParameters: [
+        ifMatchParameter(
+          "The plant's current `ETag` (or `*` for whatever is stored): the change is made only if it still matches (strong comparison).",
+          CREATED_ETAG,
+          true,
+        ),
+      ],
+      requestMediaType: MERGE_PATCH_MEDIA_TYPE,
+      requestBodyDescription: ({ bodyLimitBytes }) =>
+        `A JSON merge patch of the plant (at most ${bodyLimitBytes} bytes), sent as \`application/merge-patch+json\`. ` +
+        "`name` and `tag` follow the rules of `POST /plants`; `null` for `tag` removes it. `id` may not be sent (400): " +
+        "the path names the plant. Other unknown fields are ignored, as in `POST /plants`.",
+      documentedBody: PlantPatch,
+      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+      errorHeaders: {
+        412: CURRENT_ETAG,
+        415: {
+          "Accept-Patch": header(
+            "With `error` 41500: `application/merge-patch+json`, the patch format this operation reads (RFC 5789 §3.1).",
+          ),
+          "Accept-Encoding": header(
+            "With `error` 41501 (a body sent with a `Content-Encoding`): `identity`, the only content coding read (RFC 9110 §15.5.16).",
+          ),
+        },
+      },
+    })
+    .input(PlantIdPath.extend(PlantPatch.shape))
+    .output(NewPlant)
+    .mutation(async ({ ctx, input }) => {
+      const { id, ...change } = input;
+      noIfNoneMatch(ctx, "PATCH");
+      const { ifMatch } = ctx.preconditions;
+      if (ifMatch === undefined) {
+        // 404 before 428 (RFC 9110 §13.2.1): a caller learns the plant is gone before being asked for its tag.
+        if ((await ctx.store.get(id)) === undefined) throw notFound(id);
+        throw toTRPCError(
+          new ApiError(
+            "PRECONDITION_REQUIRED",
+            "PATCH needs If-Match with the plant's current ETag (read it with GET /plants/{id}), so it cannot overwrite a change it has not seen",
+          ),
+        );
+      }
+      const outcome = await ctx.store.update(id, change, ifMatch);
+      // A plant deleted since the tag was read is gone whatever the tag says: 404 before 412.
+      if (outcome.outcome === "precondition_failed" && outcome.current === undefined) throw notFound(id);
+      return written(ctx, id, outcome, `If-Match: ${show(ifMatch)}`);
+    }),
+
+  replace: protectedProcedure
+    .meta({
+      openapi: {
+        method: "PUT",
+        path: "/plants/{id}",
+        protect: true,
+        operationId: "replacePlant",
+        summary: "Replace or create a plant",
+        tags: ["plants"],
+        description:
+          "Stores the body as the plant with this id. With `If-Match` (the plant's current `ETag`, or `*`), replaces the " +
+          "stored plant (200; 412 when the tag is stale or no plant has this id). With `If-None-Match: *`, creates the " +
+          "plant only if the id is free (201 with `Location` and `ETag`; 412 with the stored plant's `ETag` when it is " +
+          "taken). Without either, 428: a replacement must say which plant it replaces. " +
+          EVALUATION_ORDER,
+        successDescription: "The plant as replaced",
+      },
+      scopes: ["plants:write"],
+      errors: [
+        "INVALID_PARAMETER",
+        ...AUTH_ERRORS,
+        ...BODY_ERRORS,
+        "PRECONDITION_FAILED",
+        "PRECONDITION_REQUIRED",
+        ...REQUEST_ERRORS,
+        ...SERVER_ERRORS,
+      ],
+      parameterSchemas: ID_PARAMETER,
+      headerParameters: [
+        // `If-None-Match: *` (create) is described here and in the operation's description rather
+        // than as a parameter of its own: tools that send every documented header with its example
+        // (Postman's import) would send both, which no plant can satisfy.
+        ifMatchParameter(
+          "Replace: the plant's current `ETag` (or `*` for whatever is stored), compared strongly. To create the plant " +
+            "instead, send `If-None-Match: *` and no `If-Match`: it is stored only if no plant has this id (201, or 412 " +
+            "when the id is taken). One of the two is required (428).",
+          PATCHED_ETAG,
+          false,
+        ),
+      ],
+      requestBodyDescription: ({ bodyLimitBytes }) =>
+        `The plant (at most ${bodyLimitBytes} bytes) as JSON, under the rules of \`POST /plants\`; without a \`tag\`, the ` +
+        "stored plant has none. `id` may not be sent (400): the path names the plant. Other unknown fields are ignored.",
+      documentedBody: Plant,
+      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+      otherSuccesses: {
+        "201": {
+          description: "Created (`If-None-Match: *` on a free id)",
+          headers: {
+            ETag: ETAG_HEADER,
+            Location: header("Where the new plant is read: `/plants/{id}`."),
+            ...RATE_LIMIT_HEADERS,
+          },
+        },
+      },
+      errorHeaders: { 412: CURRENT_ETAG },
+    })
+    .input(PlantIdPath.extend(Plant.shape))
+    .output(NewPlant)
+    .mutation(async ({ ctx, input }) => {
+      const { ifMatch, ifNoneMatch } = ctx.preconditions;
+      if (ifMatch !== undefined && ifNoneMatch !== undefined) {
+        throw toTRPCError(
+          new ApiError("BAD_REQUEST", "PUT takes If-Match (replace) or If-None-Match: * (create), not both"),
+        );
+      }
+      if (ifNoneMatch !== undefined && ifNoneMatch !== "*") {
+        throw toTRPCError(
+          new ApiError("BAD_REQUEST", "PUT takes If-None-Match: * only (create if free); to replace, send If-Match"),
+        );
+      }
+      if (ifMatch === undefined && ifNoneMatch === undefined) {
+        throw toTRPCError(
+          new ApiError(
+            "PRECONDITION_REQUIRED",
+            "PUT needs If-Match with the plant's current ETag to replace it, or If-None-Match: * to create it",
+          ),
+        );
+      }
+      const plant: NewPlant = input.tag === undefined ? { id: input.id, name: input.name } : input;
+      if (ifMatch !== undefined) {
+        return written(ctx, input.id, await ctx.store.replace(plant, { ifMatch }), `If-Match: ${show(ifMatch)}`);
+      }
+      return written(ctx, input.id, await ctx.store.replace(plant, { ifNoneMatch: "*" }), "If-None-Match: *");
+    }),
+};

@@ -1,6 +1,6 @@
 import type { NewPlant } from "@plantstore/schema";
 
-import type { ListedPlant } from "./plant-store.ts";
+import type { ListedPlant, PlantChange } from "./plant-store.ts";
 
 /** A stored plant as both backends read it: int8 ids as BigInt, no tag as NULL. */
 export type PlantRow = { id: bigint; name: string; tag: string | null };
@@ -27,4 +27,9 @@ export function samePlant(
   plant: { name: string; tag: string | null },
 ): boolean {
   return row.name === plant.name && row.tag === plant.tag;
+}
+
+/** The row a JSON merge patch (RFC 7396) leaves: a missing key keeps its field, `tag: null` removes the tag. */
+export function patchedRow(row: PlantRow, change: PlantChange): PlantRow {
+  return { id: row.id, name: change.name ?? row.name, tag: change.tag === undefined ? row.tag : change.tag };
 }

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
 import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
+import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
@@ -369,6 +370,128 @@ describe(`plants deleted (${TEST_BACKEND})`, () => {
     expect((await store.list({ limit: 10 })).map((p) => BigInt(p.id))).toEqual([-(2n ** 63n) + 1n, 2n ** 63n - 2n]);
     expect(await store.create({ id: 2n ** 63n - 1n, name: "reborn", tag: "new" })).toBe("created");
     expect(await store.get(2n ** 63n - 1n)).toEqual({ id: 2n ** 63n - 1n, name: "reborn", tag: "new" });
+  });
+});
+
+describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
+  const MAX = 2n ** 63n - 1n;
+  const STALE = '"AAAAAAAAAAAAAAAAAAAAAAAAAAA"';
+
+  it("update applies a merge patch when If-Match holds: a missing key keeps its field, tag null removes the tag", async () => {
+    const store = await open();
+    const fern = { id: MAX, name: "Fern", tag: "green" };
+    expect(await store.create(fern)).toBe("created");
+    expect(await store.update(MAX, { name: "Big fern" }, [STALE, plantETag(fern)])).toEqual({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern", tag: "green" },
+      created: false,
+    });
+    expect(await database.row(MAX)).toEqual({ id: MAX, name: "Big fern", tag: "green" });
+    const renamed = { id: MAX, name: "Big fern", tag: "green" };
+    expect(await store.update(MAX, { tag: null }, [plantETag(renamed)])).toEqual({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern" },
+      created: false,
+    });
+    expect(await database.row(MAX)).toEqual({ id: MAX, name: "Big fern", tag: null });
+    expect(await store.update(MAX, { tag: "again" }, "*")).toMatchObject({
+      outcome: "written",
+      plant: { id: MAX, name: "Big fern", tag: "again" },
+    });
+    expect(await store.get(MAX)).toEqual({ id: MAX, name: "Big fern", tag: "again" });
+  });
+
+  it("update with a stale tag writes nothing and answers the plant as stored", async () => {
+    const store = await open();
+    const ivy = { id: 1n, name: "Ivy" };
+    await store.create(ivy);
+    expect(await store.update(1n, { name: "Lost" }, [STALE])).toEqual({ outcome: "precondition_failed", current: ivy });
+    expect(await database.row(1n)).toEqual({ id: 1n, name: "Ivy", tag: null });
+  });
+
+  it("update of a missing plant is not_found whatever If-Match says", async () => {
+    const store = await open();
+    expect(await store.update(5n, { name: "x" }, "*")).toEqual({ outcome: "not_found" });
+    expect(await store.update(5n, { name: "x" }, [STALE])).toEqual({ outcome: "not_found" });
+    expect(await database.count()).toBe(0);
+  });
+
+  it("update that changes nothing answers the plant as it is", async () => {
+    const store = await open();
+    const moss = { id: 2n, name: "Moss", tag: "t" };
+    await store.create(moss);
+    expect(await store.update(2n, { name: "Moss", tag: "t" }, [plantETag(moss)])).toEqual({
+      outcome: "written",
+      plant: moss,
+      created: false,
+    });
+    expect(await store.update(2n, {}, [plantETag(moss)])).toEqual({ outcome: "written", plant: moss, created: false });
+  });
+
+  it("replace stores the whole plant when If-Match holds (an absent tag removes it), and fails on a free id", async () => {
+    const store = await open();
+    const sage = { id: -(2n ** 63n), name: "Sage", tag: "herb" };
+    await store.create(sage);
+    expect(await store.replace({ id: sage.id, name: "Thyme" }, { ifMatch: [plantETag(sage)] })).toEqual({
+      outcome: "written",
+      plant: { id: sage.id, name: "Thyme" },
+      created: false,
+    });
+    expect(await database.row(sage.id)).toEqual({ id: sage.id, name: "Thyme", tag: null });
+    expect(await store.replace({ id: sage.id, name: "Mint" }, { ifMatch: [plantETag(sage)] })).toEqual({
+      outcome: "precondition_failed",
+      current: { id: sage.id, name: "Thyme" },
+    });
+    expect(await store.replace({ id: 9n, name: "Mint" }, { ifMatch: "*" })).toEqual({
+      outcome: "precondition_failed",
+      current: undefined,
+    });
+    expect(await database.row(9n)).toBeUndefined();
+  });
+
+  it("replace with If-None-Match * creates only on a free id, and answers the plant there otherwise", async () => {
+    const store = await open();
+    const rose = { id: 3n, name: "Rose", tag: "red" };
+    expect(await store.replace(rose, { ifNoneMatch: "*" })).toEqual({ outcome: "written", plant: rose, created: true });
+    expect(await database.row(3n)).toEqual({ id: 3n, name: "Rose", tag: "red" });
+    // Taken, even by the very same plant: If-None-Match * fails.
+    expect(await store.replace(rose, { ifNoneMatch: "*" })).toEqual({ outcome: "precondition_failed", current: rose });
+    expect(await store.replace({ id: 3n, name: "Tulip" }, { ifNoneMatch: "*" })).toEqual({
+      outcome: "precondition_failed",
+      current: rose,
+    });
+    expect(await database.row(3n)).toEqual({ id: 3n, name: "Rose", tag: "red" });
+  });
+
+  it("delete with If-Match deletes only while it holds; a missing plant is not_found", async () => {
+    const store = await open();
+    const oak = { id: 4n, name: "Oak" };
+    await store.create(oak);
+    expect(await store.delete(4n, [STALE])).toEqual({ outcome: "precondition_failed", current: oak });
+    expect(await database.row(4n)).toEqual({ id: 4n, name: "Oak", tag: null });
+    expect(await store.delete(4n, [plantETag(oak)])).toBe("deleted");
+    expect(await database.row(4n)).toBeUndefined();
+    expect(await store.delete(4n, [plantETag(oak)])).toBe("not_found");
+    expect(await store.delete(4n, "*")).toBe("not_found");
+  });
+
+  it.each([
+    ["one store", 1],
+    ["two stores (two processes) on one database", 2],
+  ])("of 50 updates carrying one ETag, from %s, exactly one is written and it is what is stored", async (_, count) => {
+    const stores = await Promise.all(Array.from({ length: count }, () => open()));
+    const original = { id: 7n, name: "Basil", tag: "herb" };
+    await stores[0]!.create(original);
+    const etag = plantETag(original);
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => stores[i % count]!.update(7n, { name: `writer ${i}` }, [etag])),
+    );
+    const written = outcomes.filter((o) => o.outcome === "written");
+    expect(written).toHaveLength(1);
+    const winner = written[0]!.plant;
+    expect(outcomes.filter((o) => o.outcome === "precondition_failed")).toHaveLength(49);
+    for (const o of outcomes) if (o.outcome === "precondition_failed") expect(o.current).toEqual(winner);
+    expect(await database.row(7n)).toEqual({ id: 7n, name: winner.name, tag: "herb" });
   });
 });
 

@@ -8,14 +8,18 @@ import {
 } from "../../resilience/postgres-breaker.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
-import { plantFromRow, type PlantRow, plantRow, samePlant } from "../plant-rows.ts";
+import { ifMatchHolds } from "../plant-etag.ts";
+import { patchedRow, plantFromRow, type PlantRow, plantRow, samePlant } from "../plant-rows.ts";
 import type {
   CreateOutcome,
   DeleteOutcome,
+  IfMatch,
   ListedPlant,
   ListOptions,
   MigrationStatus,
+  PlantChange,
   PlantStore,
+  PreconditionFailed,
   WriteOutcome,
 } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
@@ -87,6 +91,22 @@ const INSERT_BATCH = `
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
+
+/**
+ * A compare-and-set: the row is changed only if it still holds what the precondition was checked
+ * against. The tag is a digest of exactly these fields, so "same content" is "same ETag", and
+ * under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock evaluates its
+ * WHERE again on the row that writer committed: of writers holding one ETag, exactly one matches,
+ * on every instance.
+ */
+const UPDATE_IF_UNCHANGED = `
+  UPDATE plants SET name = $4, tag = $5
+  WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3
+  RETURNING id`;
+
+/** The same compare-and-set for a conditional delete. */
+const DELETE_IF_UNCHANGED = `
+  DELETE FROM plants WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3 RETURNING id`;
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -264,32 +284,89 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     }
   }
 
-  // Issue 26 (the lifecycle work) replaces these placeholders with atomic conditional writes.
-  update(): Promise<WriteOutcome> {
-    return Promise.reject(new Error("update is not implemented yet"));
+  update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome> {
+    return this.#rewrite(id, ifMatch, (row) => patchedRow(row, change), { outcome: "not_found" });
   }
 
-  replace(): Promise<WriteOutcome> {
-    return Promise.reject(new Error("replace is not implemented yet"));
+  async replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome> {
+    // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
+    if ("ifMatch" in precondition)
+      return this.#rewrite(plant.id, precondition.ifMatch, () => plantRow(plant), {
+        outcome: "precondition_failed",
+        current: undefined,
+      });
+    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
+      // Through the group commit, like a POST: the primary key decides who creates the id.
+      if ((await this.create(plant)) === "created") return { outcome: "written", plant, created: true };
+      const current = await this.get(plant.id);
+      if (current !== undefined) return { outcome: "precondition_failed", current };
+      // Deleted again since it was found taken: try once more.
+    }
+    throw new Error("could not settle a replace: its id kept being created and deleted");
   }
 
-  async delete(id: bigint): Promise<DeleteOutcome> {
+  /**
+   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` only if the row is
+   * still what was read (UPDATE_IF_UNCHANGED): the check and the write are one atomic step with
+   * no transaction held open across round trips. Someone else's write in between: read again.
+   */
+  async #rewrite(
+    id: bigint,
+    ifMatch: IfMatch,
+    wanted: (row: PlantRow) => PlantRow,
+    missing: WriteOutcome,
+  ): Promise<WriteOutcome> {
+    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
+      const row = await this.#row(id);
+      if (row === undefined) return missing;
+      const current = plantFromRow(row);
+      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
+      const next = wanted(row);
+      // A change that changes nothing writes nothing.
+      if (samePlant(row, next)) return { outcome: "written", plant: current, created: false };
+      // Not repeated on a broken connection (#withRetry): whether it committed would be unknown.
+      const rows = await this.#breaker.call(() =>
+        query(this.#pool, UPDATE_IF_UNCHANGED, [id, row.name, row.tag, next.name, next.tag], "plants_update"),
+      );
+      if (rows.length === 1) return { outcome: "written", plant: plantFromRow(next), created: false };
+    }
+    throw new Error("could not settle a conditional write: the plant kept changing");
+  }
+
+  async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
-    const rows = await this.#breaker.call(() =>
-      query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
-    );
-    return rows.length === 1 ? "deleted" : "not_found";
+    if (ifMatch === undefined) {
+      const rows = await this.#breaker.call(() =>
+        query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
+      );
+      return rows.length === 1 ? "deleted" : "not_found";
+    }
+    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
+      const row = await this.#row(id);
+      if (row === undefined) return "not_found";
+      const current = plantFromRow(row);
+      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
+      const rows = await this.#breaker.call(() =>
+        query(this.#pool, DELETE_IF_UNCHANGED, [id, row.name, row.tag], "plants_delete_if_unchanged"),
+      );
+      if (rows.length === 1) return "deleted";
+    }
+    throw new Error("could not settle a conditional delete: the plant kept changing");
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {
+    const row = await this.#row(id);
+    return row === undefined ? undefined : plantFromRow(row);
+  }
+
+  async #row(id: bigint): Promise<PlantRow | undefined> {
     this.#refuseWhenClosed();
     const rows = await this.#breaker.call(() =>
       this.#withRetry(() =>
         query<PlantRow>(this.#pool, "SELECT id, name, tag FROM plants WHERE id = $1", [id], "plants_get"),
       ),
     );
-    const row = rows[0];
-    return row === undefined ? undefined : plantFromRow(row);
+    return rows[0];
   }
 
   async list({ limit, after, tag }: ListOptions): Promise<ListedPlant[]> {

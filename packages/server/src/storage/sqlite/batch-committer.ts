@@ -1,8 +1,9 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import type { ItemFailure } from "../group-commit.ts";
-import { type PlantRow, samePlant } from "../plant-rows.ts";
-import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import { ifMatchHolds } from "../plant-etag.ts";
+import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
+import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
 import { newMessageId, newPlantPayload } from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
@@ -22,7 +23,9 @@ import type {
 export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
+  const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ?");
+  const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
   const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
   const insertEvent = db.prepare("INSERT INTO webhook_events (message_id, payload, created_at) VALUES (?, ?, ?)");
   const insertDeliveries = db.prepare(
@@ -86,6 +89,51 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     return "conflict";
   };
 
+  /**
+   * Reads the plant and checks `ifMatch` inside this batch's transaction, which holds SQLite's write
+   * lock (BEGIN IMMEDIATE): nothing, in this process or another, writes between the check and the write.
+   */
+  const checked = (id: bigint, ifMatch: IfMatch): PlantRow | PreconditionFailed | undefined => {
+    const row = selectRow.get(id) as PlantRow | undefined;
+    if (row === undefined || ifMatchHolds(ifMatch, plantFromRow(row))) return row;
+    return { outcome: "precondition_failed", current: plantFromRow(row) };
+  };
+
+  /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, and no event). */
+  const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
+    if (!samePlant(row, wanted)) rewrite.run(wanted.name, wanted.tag, wanted.id);
+    return { outcome: "written", plant: plantFromRow(wanted), created: false };
+  };
+
+  const update = (op: Extract<WriteOp, { op: "update" }>): WriteOutcome => {
+    const row = checked(op.id, op.ifMatch);
+    if (row === undefined) return { outcome: "not_found" };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, patchedRow(row, op.change));
+  };
+
+  const replace = (op: Extract<WriteOp, { op: "replace" }>): WriteOutcome => {
+    const wanted: PlantRow = { id: op.id, name: op.name, tag: op.tag };
+    if (op.ifMatch === undefined) {
+      if (insertOne(wanted) === "created") return { outcome: "written", plant: plantFromRow(wanted), created: true };
+      const current = selectRow.get(op.id) as PlantRow;
+      return { outcome: "precondition_failed", current: plantFromRow(current) };
+    }
+    const row = checked(op.id, op.ifMatch);
+    // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
+    if (row === undefined) return { outcome: "precondition_failed", current: undefined };
+    if ("outcome" in row) return row;
+    return rewriteRow(row, wanted);
+  };
+
+  const deleteOne = (id: bigint, ifMatch: IfMatch | undefined): ItemResult => {
+    if (ifMatch !== undefined) {
+      const row = checked(id, ifMatch);
+      if (row !== undefined && "outcome" in row) return { write: row };
+    }
+    return { outcome: (Number(remove.run(id).changes) === 1 ? "deleted" : "not_found") satisfies DeleteOutcome };
+  };
+
   const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
     const rows = claim.all(leaseUntil, now, now, limit) as Array<{
       id: number | bigint;
@@ -131,7 +179,11 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "create":
         return { outcome: insertOne(op) };
       case "delete":
-        return { outcome: (Number(remove.run(op.id).changes) === 1 ? "deleted" : "not_found") satisfies DeleteOutcome };
+        return deleteOne(op.id, op.ifMatch);
+      case "update":
+        return { write: update(op) };
+      case "replace":
+        return { write: replace(op) };
       case "claimDeliveries":
         return { claimed: claimDeliveries(op.now, op.leaseUntil, op.limit) };
       case "recordAttempt":

@@ -11,10 +11,13 @@ import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "
 import type {
   CreateOutcome,
   DeleteOutcome,
+  IfMatch,
   ListedPlant,
   ListOptions,
   MigrationStatus,
+  PlantChange,
   PlantStore,
+  PreconditionFailed,
   WriteOutcome,
 } from "../plant-store.ts";
 import { storeError } from "../store-errors.ts";
@@ -192,18 +195,28 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     return (result as { outcome: CreateOutcome }).outcome;
   }
 
-  // Issue 26 (the lifecycle work) replaces these placeholders with atomic conditional writes.
-  update(): Promise<WriteOutcome> {
-    return Promise.reject(new Error("update is not implemented yet"));
+  // Conditional writes queue with the creations: the writer checks and writes each inside its
+  // batch's transaction, so the check and the write are one atomic step.
+  async update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome> {
+    const result = await this.#writes.submit({ op: "update", id, change, ifMatch });
+    return (result as { write: WriteOutcome }).write;
   }
 
-  replace(): Promise<WriteOutcome> {
-    return Promise.reject(new Error("replace is not implemented yet"));
+  async replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome> {
+    const ifMatch = "ifMatch" in precondition ? precondition.ifMatch : undefined;
+    const result = await this.#writes.submit({
+      op: "replace",
+      id: plant.id,
+      name: plant.name,
+      tag: plant.tag ?? null,
+      ifMatch,
+    });
+    return (result as { write: WriteOutcome }).write;
   }
 
-  async delete(id: bigint): Promise<DeleteOutcome> {
-    const result = await this.#writes.submit({ op: "delete", id });
-    return (result as { outcome: DeleteOutcome }).outcome;
+  async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
+    const result = await this.#writes.submit({ op: "delete", id, ifMatch });
+    return "write" in result ? (result.write as PreconditionFailed) : (result as { outcome: DeleteOutcome }).outcome;
   }
 
   async claimDeliveries(options: { now: number; leaseUntil: number; limit: number }): Promise<ClaimedDelivery[]> {

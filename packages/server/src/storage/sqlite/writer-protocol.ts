@@ -1,5 +1,5 @@
 import type { ItemFailure } from "../group-commit.ts";
-import type { CreateOutcome, DeleteOutcome } from "../plant-store.ts";
+import type { CreateOutcome, DeleteOutcome, IfMatch, PlantChange, WriteOutcome } from "../plant-store.ts";
 import type { StoreFailure } from "../store-errors.ts";
 import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
 
@@ -16,7 +16,10 @@ export type BatchRequest = {
 
 export type WriteOp =
   | { op: "create"; id: bigint; name: string; tag: string | null }
-  | { op: "delete"; id: bigint }
+  | { op: "delete"; id: bigint; ifMatch?: IfMatch | undefined }
+  | { op: "update"; id: bigint; change: PlantChange; ifMatch: IfMatch }
+  /** Without `ifMatch`: only if the id is free (`If-None-Match: *`). */
+  | { op: "replace"; id: bigint; name: string; tag: string | null; ifMatch?: IfMatch | undefined }
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
   | { op: "recordAttempt"; attempt: AttemptRecord }
   /** A tiny write that proves writes commit again (readiness, after a failure). */
@@ -26,7 +29,12 @@ export type CloseRequest = { kind: "close" };
 
 /** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
 export type ItemResult =
-  { outcome: CreateOutcome | DeleteOutcome } | { claimed: ClaimedDelivery[] } | { recorded: true } | { probed: true };
+  | { outcome: CreateOutcome | DeleteOutcome }
+  /** A conditional write's outcome (update, replace, or a delete whose `ifMatch` failed). */
+  | { write: WriteOutcome }
+  | { claimed: ClaimedDelivery[] }
+  | { recorded: true }
+  | { probed: true };
 
 export type BatchResult =
   | {

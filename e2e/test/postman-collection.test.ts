@@ -1,5 +1,6 @@
 import { join } from "node:path";
 
+import { NEW_PLANT_EXAMPLE } from "@plantstore/schema";
 import * as plantStoreServer from "@plantstore/server";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import newman, { type NewmanRunSummary } from "newman";
@@ -14,7 +15,10 @@ import { cleanEnv, ROOT, runOk } from "./workspace.ts";
  * document's examples (the import's "Parameter generation: Example"), then run as-is with newman
  * against a real server. Only the two variables every generated collection asks for are set: the
  * base URL and the bearer token (one issued by `tokens create`). Every request must get the 2xx its
- * operation documents, in the collection's own order: create, list, delete, whoami.
+ * operation documents, in the collection's own order: create, list, read, patch, replace, delete,
+ * whoami. The writes by id carry the document's `If-Match` examples: an ETag is a digest of the
+ * plant's content, so the examples can name the ETag the example plant has at each step, and the
+ * preconditions are really checked on the way (a stale one would be a 412).
  */
 
 type CollectionDefinition = {
@@ -101,17 +105,34 @@ describe("a Postman collection generated from the served /openapi.json, run with
         request: `${method} ${path}`,
         status: response.code,
         documented2xx,
+        ifMatch: execution.request.headers.get("If-Match"),
+        etag: response.headers.get("ETag"),
         body: response.stream?.toString("utf8") ?? "",
       };
     });
     expect(answered.map(({ request, status }) => [request, status])).toEqual([
       ["POST /plants", 200],
       ["GET /plants", 200],
+      ["GET /plants/10", 200],
+      ["PATCH /plants/10", 200],
+      ["PUT /plants/10", 200],
       ["DELETE /plants/10", 204],
       ["GET /whoami", 200],
     ]);
-    for (const { request, status, documented2xx, body } of answered)
-      expect(documented2xx, `${request} answered ${status}: ${body}`).toEqual([String(status)]);
+    for (const { request, status, documented2xx, body } of answered) {
+      // PUT documents two: 200 when it replaces (as here, with If-Match), 201 when it creates.
+      if (request.startsWith("PUT ")) expect(documented2xx, request).toEqual(["200", "201"]);
+      else expect(documented2xx, `${request} answered ${status}: ${body}`).toEqual([String(status)]);
+    }
+
+    // Each write by id held the ETag the plant had just then: read, patched, replaced back, deleted.
+    const [read, patch, put, remove] = answered.slice(2, 6);
+    expect(JSON.parse(read!.body)).toEqual(NEW_PLANT_EXAMPLE);
+    expect(patch!.ifMatch).toBe(read!.etag);
+    expect(JSON.parse(patch!.body)).toEqual({ ...NEW_PLANT_EXAMPLE, tag: "outdoor" });
+    expect(put!.ifMatch).toBe(patch!.etag);
+    expect(JSON.parse(put!.body)).toEqual(NEW_PLANT_EXAMPLE);
+    expect(remove!.ifMatch).toBe(put!.etag);
 
     // The list's example cursor is a real one: its page starts at the plant the create example made.
     const listed = answered.find(({ request }) => request === "GET /plants");

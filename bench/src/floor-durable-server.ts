@@ -25,7 +25,8 @@ serveFloor("durable floor", {
   },
   update: async (id, patch, ifMatch) => {
     const outcome = await store.update(id, patch, [ifMatch]);
-    if (outcome.outcome === "written") return { outcome: "written", plant: outcome.plant, etag: plantETag(outcome.plant) };
+    if (outcome.outcome === "written")
+      return { outcome: "written", plant: outcome.plant, etag: plantETag(outcome.plant) };
     if (outcome.outcome === "not_found") return outcome;
     return {
       outcome: "precondition_failed",

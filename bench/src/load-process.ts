@@ -47,7 +47,12 @@ async function runJob(job: LoadJob): Promise<LoadResult> {
               ? {}
               : {
                   onResponse: (status, body, context, responseHeaders) => {
-                    const ok = built.checkResponse!(status, body, context as Record<string, unknown>, responseHeaders ?? {});
+                    const ok = built.checkResponse!(
+                      status,
+                      body,
+                      context as Record<string, unknown>,
+                      responseHeaders ?? {},
+                    );
                     // Another status is counted as such already.
                     if (ok || status < 200 || status > 299) return;
                     failedChecks++;

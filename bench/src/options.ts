@@ -173,7 +173,13 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (values.help) return undefined;
   const smoke = values.smoke;
   const scenario = values.scenario ?? "insert";
-  if (scenario !== "insert" && scenario !== "list" && scenario !== "read" && scenario !== "update" && scenario !== "soak") {
+  if (
+    scenario !== "insert" &&
+    scenario !== "list" &&
+    scenario !== "read" &&
+    scenario !== "update" &&
+    scenario !== "soak"
+  ) {
     throw new UsageError(`--scenario must be insert, list, read, update or soak, got ${scenario}`);
   }
   const byId = scenario === "read" || scenario === "update";
@@ -253,7 +259,12 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   // Each of ours beside its floor, configured alike, so the issue's ratio comes from one run.
   if (byId) {
     for (const variant of variants.filter((v) => v.auth === undefined)) {
-      variants.push({ ...variant, name: variant.name.replace(/^ours/, "floor"), bin: DURABLE_FLOOR, floorOf: variant.name });
+      variants.push({
+        ...variant,
+        name: variant.name.replace(/^ours/, "floor"),
+        bin: DURABLE_FLOOR,
+        floorOf: variant.name,
+      });
     }
   }
   const compareBins = values["compare-bin"] ?? [];

@@ -104,7 +104,10 @@ export type Ratio = { name: string; against: string; requestsPerSec: number; p99
  * Each of our targets against the baseline, and against the first of ours when there are several;
  * with floors (`[ours, floor]` pairs), each of ours against its floor instead of the first of ours.
  */
-export function ratios(targets: Record<string, TargetReport>, floors: ReadonlyArray<readonly [string, string]> = []): Ratio[] {
+export function ratios(
+  targets: Record<string, TargetReport>,
+  floors: ReadonlyArray<readonly [string, string]> = [],
+): Ratio[] {
   const result: Ratio[] = [];
   const floorNames = new Set(floors.map(([, floor]) => floor));
   const ours = Object.keys(targets).filter((name) => name !== "baseline" && !floorNames.has(name));
@@ -119,7 +122,8 @@ export function ratios(targets: Record<string, TargetReport>, floors: ReadonlyAr
     });
   };
   if (targets["baseline"] !== undefined) for (const name of [...ours, ...floorNames]) compare(name, "baseline");
-  for (const [name, floor] of floors) if (targets[name] !== undefined && targets[floor] !== undefined) compare(name, floor);
+  for (const [name, floor] of floors)
+    if (targets[name] !== undefined && targets[floor] !== undefined) compare(name, floor);
   for (const name of ours.slice(1)) compare(name, ours[0]!);
   return result;
 }

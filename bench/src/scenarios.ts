@@ -60,7 +60,8 @@ const ETAG = /^"[A-Za-z0-9_-]{27}"$/;
 
 /** autocannon keeps the server's spelling of header names. */
 export function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name && typeof value === "string") return value;
+  for (const [key, value] of Object.entries(headers))
+    if (key.toLowerCase() === name && typeof value === "string") return value;
   return undefined;
 }
 
@@ -98,7 +99,9 @@ function buildRequest(spec: Exclude<RequestSpec, { kind: "update" }>): BuiltRequ
       },
       verifyBody: (body) => typeof body === "string" && body.startsWith('{"id":'),
       checkResponse: (status, body, context, headers) =>
-        status === 200 && body === plantAnswer(context["id"] as number, PLANT_NAME) && ETAG.test(headerValue(headers, "etag") ?? ""),
+        status === 200 &&
+        body === plantAnswer(context["id"] as number, PLANT_NAME) &&
+        ETAG.test(headerValue(headers, "etag") ?? ""),
     };
   }
   const { limit, maxAfter } = spec;
@@ -139,7 +142,8 @@ function buildUpdate(plants: UpdatePlant[]): BuiltRequest {
     contentType: "application/merge-patch+json",
     setupRequest: (request, context) => {
       const plant = free.shift();
-      if (plant === undefined) throw new Error("update: every plant is in flight; give the load more plants than connections");
+      if (plant === undefined)
+        throw new Error("update: every plant is in flight; give the load more plants than connections");
       const name = `${PLANT_NAME} ${++renames}`;
       context["plant"] = plant;
       context["name"] = name;
@@ -154,7 +158,12 @@ function buildUpdate(plants: UpdatePlant[]): BuiltRequest {
       // A 412 carries the current ETag too: the plant goes back either way, the run fails on the status.
       const etag = headerValue(headers, "etag");
       free.push(etag === undefined ? plant : { id: plant.id, etag });
-      return status === 200 && body === plantAnswer(plant.id, context["name"] as string) && etag !== undefined && ETAG.test(etag);
+      return (
+        status === 200 &&
+        body === plantAnswer(plant.id, context["name"] as string) &&
+        etag !== undefined &&
+        ETAG.test(etag)
+      );
     },
   };
 }
@@ -167,7 +176,9 @@ async function currentETags(url: string, token: string, count: number): Promise<
     await response.arrayBuffer();
     const etag = response.headers.get("etag");
     if (response.status !== 200 || etag === null)
-      throw new Error(`GET /plants/${id} answered ${response.status}${etag === null ? " without an ETag" : ""} before the update job`);
+      throw new Error(
+        `GET /plants/${id} answered ${response.status}${etag === null ? " without an ETag" : ""} before the update job`,
+      );
     plants.push({ id, etag });
   }
   return plants;

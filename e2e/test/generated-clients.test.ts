@@ -41,7 +41,12 @@ type OpenapiFetchClient = {
   createPlant(store: unknown, plant: NewPlant): Promise<Outcome>;
   deletePlant(store: unknown, id: Id): Promise<Outcome>;
   getPlant(store: unknown, id: Id): Promise<Versioned>;
-  updatePlant(store: unknown, id: Id, patch: { name?: string; tag?: string | null }, ifMatch: string): Promise<Versioned>;
+  updatePlant(
+    store: unknown,
+    id: Id,
+    patch: { name?: string; tag?: string | null },
+    ifMatch: string,
+  ): Promise<Versioned>;
   listPage(
     store: unknown,
     query: { tag?: string; limit?: number; after?: string | Id },

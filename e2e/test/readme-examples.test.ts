@@ -71,36 +71,69 @@ describe("packages/server/README.md", () => {
     );
   });
 
+  it("curl: one plant read, refused without If-Match, patched, replaced and deleted under its ETags, as shown", async () => {
+    const [block] = codeBlocks(section(markdown, "One plant: reading, changing, replacing"), "sh");
+    expect(block).toContain("If-Match");
+    const output = await bash(block!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
+    const lines = output.split(/\r?\n/);
+    const printed = printedLines(block!);
+    for (const expected of printed) expect(lines).toContain(expected);
+    // In the order shown: each status and body where the README puts it.
+    let position = -1;
+    for (const expected of printed) {
+      position = lines.indexOf(expected, position + 1);
+      expect(position, `${expected} after what the README shows before it`).toBeGreaterThanOrEqual(0);
+    }
+    // The last DELETE took plant 41 away; 42, created by the PUT, is there.
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
+    await expect(client.deletePlant(41n)).rejects.toSatisfy(
+      (error) => error instanceof PlantStoreError && error.status === 404,
+    );
+    await client.deletePlant(42n);
+  });
+
   it("the webhook subscriber commands run as shown, on the server's database", { timeout: 60_000 }, async () => {
     const [block] = codeBlocks(section(markdown, "Webhook subscribers"), "sh");
     const bin = installBin(store.dir, "plantstore-server", "packages/server/dist/bin.js");
     const env = { PATH: `${bin}:${process.env["PATH"] ?? ""}`, DATABASE_URL: store.databaseUrl };
     const commands = block!.split("\n").filter((line) => line.startsWith("plantstore-server "));
-    expect(commands.map((line) => line.split(/\s+/)[2])).toEqual(["add", "list", "deliveries", "replay", "remove"]);
+    expect(commands.map((line) => line.split(/\s+/)[2])).toEqual([
+      "add",
+      "add",
+      "list",
+      "deliveries",
+      "replay",
+      "remove",
+    ]);
 
     // `add` prints the subscriber's id and the secret; the later lines name them as placeholders.
     const added = await bash(commands[0]!, { dir: store.dir, url: store.server.url, env });
     const subscriber = /^added (whk_\S+) /.exec(added)?.[1];
     expect(added).toMatch(/^secret: whsec_\S+$/m);
     expect(subscriber).toBeDefined();
-    expect(await bash(commands[1]!, { dir: store.dir, url: store.server.url, env })).toContain(subscriber);
+    // The second chooses its event types, and `list` shows each subscriber's.
+    const chosen = await bash(commands[1]!, { dir: store.dir, url: store.server.url, env });
+    expect(chosen).toMatch(/^added whk_\S+ \S+ \(plant\.created,plant\.updated,plant\.deleted\)$/m);
+    const listed = await bash(commands[2]!, { dir: store.dir, url: store.server.url, env });
+    expect(listed).toContain(subscriber);
+    expect(listed).toContain("plant.created,plant.updated,plant.deleted");
     // A new plant makes a delivery (to a receiver that does not exist) for `deliveries` and `replay` to show.
     await createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch }).createPlant({
       id: 100n,
       name: "Ivy",
     });
-    await bash(commands[2]!, { dir: store.dir, url: store.server.url, env });
+    await bash(commands[3]!, { dir: store.dir, url: store.server.url, env });
     const [delivery] = JSON.parse(
       await bash("plantstore-server webhooks deliveries --json", { dir: store.dir, url: store.server.url, env }),
     ) as { id: number }[];
     expect(delivery).toBeDefined();
-    const replayed = await bash(commands[3]!.replace(/ 42\b/, ` ${delivery!.id}`), {
+    const replayed = await bash(commands[4]!.replace(/ 42\b/, ` ${delivery!.id}`), {
       dir: store.dir,
       url: store.server.url,
       env,
     });
     expect(replayed.trim()).toBe(`delivery ${delivery!.id} queued again`);
-    const removed = await bash(commands[4]!.replace(/whk_…/, subscriber!), {
+    const removed = await bash(commands[5]!.replace(/whk_…/, subscriber!), {
       dir: store.dir,
       url: store.server.url,
       env,

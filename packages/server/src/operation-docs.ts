@@ -32,7 +32,7 @@ export type OperationDocs = {
   documentedBody?: z.ZodType;
   /** The one media type the body is accepted in (default `application/json`); the adapter answers 415 to others. */
   requestMediaType?: string;
-  /** Header parameters the operation reads (the conditional headers), as OpenAPI Parameter Objects without `in`. */
+  /** Header parameters the operation reads (the conditional headers): Parameter Objects without `in`, examples in `schema`. */
   headerParameters?: readonly Json[];
   /** Successes besides the 200 (or 204): a creating 201 with the same body, a bodiless 304. */
   otherSuccesses?: Readonly<

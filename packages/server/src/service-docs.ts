@@ -69,8 +69,14 @@ export const ERROR_STATUS_SUMMARIES: Readonly<Record<number, string>> = {
   403: "The token lacks the required scope",
   404: "No such plant",
   409: "A different plant is already stored under this id",
+  412:
+    "A precondition failed: the plant changed since the ETag sent in `If-Match` (or no plant has this id), or " +
+    "`If-None-Match: *` found one stored. Nothing was changed; the `ETag` header is the plant's current tag.",
   413: "The body is larger than the configured limit",
-  415: "The body is not application/json, or is sent with a Content-Encoding other than identity",
+  415:
+    "The body is not in the media type the operation reads (`application/json`; `PATCH`: `application/merge-patch+json`), " +
+    "or is sent with a Content-Encoding other than identity",
+  428: "The change needs `If-Match` with the plant's current `ETag` (`PUT`: or `If-None-Match: *` to create)",
   429:
     'Rate limited: the token is over its request limit (policy `"token"`), or the token is not valid and the client address ' +
     'is over its failed-authentication limit (policy `"auth-failures"`). A valid token is served whatever its address did, ' +
@@ -130,6 +136,93 @@ export const SHARED_ERROR_RESPONSES: Partial<Record<ErrorCodeName, { name: strin
   },
 };
 
+/** The Standard Webhooks headers of every delivery, and what a receiver answers. */
+const WEBHOOK_DELIVERY = {
+  parameters: [
+    {
+      in: "header",
+      name: "webhook-id",
+      required: true,
+      schema: { type: "string" },
+      description: "Same on every retry: deduplicate on it.",
+    },
+    {
+      in: "header",
+      name: "webhook-timestamp",
+      required: true,
+      schema: { type: "string" },
+      description: "Unix seconds of this attempt.",
+    },
+    {
+      in: "header",
+      name: "webhook-signature",
+      required: true,
+      schema: { type: "string" },
+      description: "`v1,<base64>` signatures, space-separated.",
+    },
+  ],
+  responses: {
+    "200": { description: "Return a 2xx status to indicate that the data was received successfully" },
+    "410": { description: "The subscriber is gone: no further deliveries are sent to it" },
+  },
+  security: [],
+};
+
+const SIGNED_AND_RETRIED =
+  "Signed per Standard Webhooks: verify `webhook-signature` " +
+  "(`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the `whsec_` secret). " +
+  "Delivery is at least once: the same `webhook-id` on every retry, retries with exponential backoff over " +
+  "about three days, `Retry-After` honoured, `410 Gone` unsubscribes.";
+
+const EXAMPLE_TIMESTAMP = "2026-05-01T12:00:00.000Z";
+
+/** A Standard Webhooks event `{type, timestamp, data}`, for subscribers that chose their event types. */
+function eventWebhook(
+  type: "plant.created" | "plant.updated" | "plant.deleted",
+  operationId: string,
+  summary: string,
+  what: string,
+  data: Json,
+  example: Json,
+): Json {
+  return {
+    post: {
+      operationId,
+      summary,
+      description:
+        `${what} Sent to every active subscriber that chose \`${type}\` ` +
+        "(`plantstore-server webhooks add <url> --events plant.created,plant.updated,plant.deleted`), in the " +
+        "same transaction as the change (an outbox): one event per committed change, none for a change that " +
+        "changed nothing. Retries can reorder events: order them by `timestamp`. " +
+        SIGNED_AND_RETRIED,
+      ...WEBHOOK_DELIVERY,
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["type", "timestamp", "data"],
+              properties: {
+                type: { type: "string", const: type, description: "The event type." },
+                timestamp: {
+                  type: "string",
+                  format: "date-time",
+                  description: "When the change was committed, RFC 3339 in UTC.",
+                },
+                data,
+              },
+            },
+            examples: { [operationId]: { summary, value: { type, timestamp: EXAMPLE_TIMESTAMP, data: example } } },
+          },
+        },
+      },
+    },
+  };
+}
+
+const PLANT_EXAMPLE = { id: 10, name: "Monstera", tag: "indoor" };
+
 /** What the server POSTs to webhook subscribers (webhooks/), as OpenAPI 3.1 `webhooks`. */
 export const WEBHOOKS: Json = {
   "/plant/webhook": {
@@ -137,43 +230,47 @@ export const WEBHOOKS: Json = {
       operationId: "newPlant",
       summary: "A plant was added",
       description:
-        "Announces a plant added to the store (never an idempotent replay), POSTed to every active subscriber " +
-        "(`plantstore-server webhooks add`). Signed per Standard Webhooks: verify `webhook-signature` " +
-        "(`v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` with the `whsec_` secret). " +
-        "Delivery is at least once: the same `webhook-id` on every retry, retries with exponential backoff over " +
-        "about three days, `Retry-After` honoured, `410 Gone` unsubscribes.",
-      parameters: [
-        {
-          in: "header",
-          name: "webhook-id",
-          required: true,
-          schema: { type: "string" },
-          description: "Same on every retry: deduplicate on it.",
-        },
-        {
-          in: "header",
-          name: "webhook-timestamp",
-          required: true,
-          schema: { type: "string" },
-          description: "Unix seconds of this attempt.",
-        },
-        {
-          in: "header",
-          name: "webhook-signature",
-          required: true,
-          schema: { type: "string" },
-          description: "`v1,<base64>` signatures, space-separated.",
-        },
-      ],
+        "Announces a plant added to the store (never an idempotent replay) as the bare plant, POSTed to every " +
+        "active subscriber added without `--events` (`plantstore-server webhooks add <url>`), as to every " +
+        "subscriber added before event types existed; such a subscriber receives nothing else. " +
+        SIGNED_AND_RETRIED,
+      ...WEBHOOK_DELIVERY,
       requestBody: {
         required: true,
         content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
       },
-      responses: {
-        "200": { description: "Return a 2xx status to indicate that the data was received successfully" },
-        "410": { description: "The subscriber is gone: no further deliveries are sent to it" },
-      },
-      security: [],
     },
   },
+  "plant.created": eventWebhook(
+    "plant.created",
+    "plantCreated",
+    "A plant was added (event)",
+    "Announces a plant added to the store (by `POST /plants`, never an idempotent replay, or by a `PUT` that " +
+      "created it); `data` is the plant.",
+    { $ref: "#/components/schemas/NewPlant" },
+    PLANT_EXAMPLE,
+  ),
+  "plant.updated": eventWebhook(
+    "plant.updated",
+    "plantUpdated",
+    "A plant was changed (event)",
+    "Announces a plant changed by `PATCH` or replaced by `PUT`; `data` is the plant as it is after the change " +
+      "(no `tag` when the change removed it).",
+    { $ref: "#/components/schemas/NewPlant" },
+    { ...PLANT_EXAMPLE, name: "Monstera deliciosa" },
+  ),
+  "plant.deleted": eventWebhook(
+    "plant.deleted",
+    "plantDeleted",
+    "A plant was deleted (event)",
+    "Announces a plant deleted by `DELETE /plants/{id}`; `data` holds its id alone.",
+    {
+      type: "object",
+      required: ["id"],
+      properties: {
+        id: { type: "integer", format: "int64", description: "Identification number of the deleted plant" },
+      },
+    },
+    { id: 10 },
+  ),
 };

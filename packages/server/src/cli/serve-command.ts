@@ -4,7 +4,7 @@ import { envNote, SETTINGS } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { startServer } from "../server.ts";
 import { openStore } from "../storage/open-store.ts";
-import { isWorkerProcess, superviseWorkers } from "../workers.ts";
+import { isWorkerProcess, reportSignalsHandled, superviseWorkers } from "../workers.ts";
 import { configFrom, type ConfigOptions, databaseUrlOption } from "./command-config.ts";
 
 /**
@@ -66,6 +66,7 @@ export function addServeCommand(program: Command): void {
       // report a worker that did not stop cleanly (seen under load). Stopped then, it closes once started.
       process.on("SIGTERM", stop);
       process.on("SIGINT", stop);
+      reportSignalsHandled();
       const running = await startup;
       logger.info({ url: running.url }, "plantstore listening");
     });

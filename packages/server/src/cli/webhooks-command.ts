@@ -1,7 +1,13 @@
 import type { Command } from "commander";
 
 import { openWebhookAdmin } from "../storage/open-store.ts";
-import { checkWebhookSecret, newWebhookSecret, type WebhookAdmin } from "../storage/webhook-admin.ts";
+import {
+  checkWebhookSecret,
+  newWebhookSecret,
+  parseWebhookEvents,
+  type Subscriber,
+  type WebhookAdmin,
+} from "../storage/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../webhooks/outbound-guard.ts";
 import { closingAfter, configFrom, databaseUrlOption } from "./command-config.ts";
 
@@ -16,35 +22,47 @@ async function withAdmin<T>(options: DbOptions, work: (admin: WebhookAdmin) => P
   );
 }
 
+/** What a subscriber receives, as `webhooks add` and `list` say it. */
+const eventsText = (s: Subscriber) => (s.events === null ? "new plants, bare payload" : s.events.join(","));
+
 const print = (json: boolean, value: unknown, text: string) =>
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 
 /**
- * `plantstore-server webhooks add|list|remove|deliveries|replay`: subscribers of the new-plant
- * webhook and their deliveries, in the configured database, beside running servers (they pick a
+ * `plantstore-server webhooks add|list|remove|deliveries|replay`: webhook subscribers, the events
+ * each receives, and their deliveries, in the configured database, beside running servers (they pick a
  * change up with their next write).
  */
 export function addWebhooksCommand(program: Command): void {
   const webhooks = program
     .command("webhooks")
-    .description("Manage subscribers of the new-plant webhook and their deliveries.");
+    .description("Manage webhook subscribers (plant.created, plant.updated, plant.deleted) and their deliveries.");
   const dbOption = () => databaseUrlOption("sqlite:<path> or postgres://…");
 
   webhooks
     .command("add")
-    .description("Subscribe a URL; every new plant is POSTed to it as NewPlant JSON, signed (Standard Webhooks).")
+    .description(
+      "Subscribe a URL to events, signed (Standard Webhooks). With --events, each chosen event is POSTed as " +
+        "{type, timestamp, data}; without, every new plant is POSTed as bare NewPlant JSON and nothing else.",
+    )
     .argument("<url>", "http(s) URL of the receiver")
+    .option("--events <types>", "comma-separated: plant.created, plant.updated, plant.deleted")
     .option("--secret <whsec>", "signing secret (whsec_…); generated when omitted")
     .addOption(dbOption())
     .option("--json", "machine-readable output")
-    .action(async (url: string, options: DbOptions & { secret?: string; json?: boolean }) => {
+    .action(async (url: string, options: DbOptions & { events?: string; secret?: string; json?: boolean }) => {
       const config = configFrom(options);
       checkWebhookUrl(url, createOutboundPolicy(config.webhookAllowedHosts));
+      const events = options.events === undefined ? undefined : parseWebhookEvents(options.events);
       const secret = options.secret ?? newWebhookSecret();
       checkWebhookSecret(secret);
-      const subscriber = await withAdmin(options, (admin) => admin.add(url, secret));
+      const subscriber = await withAdmin(options, (admin) => admin.add(url, secret, events));
       // The secret is shown once, here; the receiver needs it to verify signatures.
-      print(Boolean(options.json), { ...subscriber, secret }, `added ${subscriber.id} ${url}\nsecret: ${secret}`);
+      print(
+        Boolean(options.json),
+        { ...subscriber, secret },
+        `added ${subscriber.id} ${url} (${eventsText(subscriber)})\nsecret: ${secret}`,
+      );
     });
 
   webhooks
@@ -57,8 +75,9 @@ export function addWebhooksCommand(program: Command): void {
       print(
         Boolean(options.json),
         list,
-        list.map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}`).join("\n") ||
-          "no subscribers",
+        list
+          .map((s) => `${s.id}  ${s.active ? "active" : `disabled (${s.disabledReason})`}  ${s.url}  ${eventsText(s)}`)
+          .join("\n") || "no subscribers",
       );
     });
 

@@ -167,7 +167,7 @@ function completeOperation(
   const headerParameters = (meta.headerParameters ?? []).map((parameter) => ({
     ...parameter,
     in: "header",
-    ...firstExample(parameter["examples"]),
+    ...firstExample((parameter["schema"] as Json | undefined)?.["examples"]),
   }));
   if (parameters.length + headerParameters.length === 0) {
     delete operation["parameters"];

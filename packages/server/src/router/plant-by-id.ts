@@ -53,8 +53,7 @@ export const ifMatchParameter = (description: string, example: string, required:
   in: "header",
   required,
   description,
-  schema: { type: "string" },
-  examples: [example],
+  schema: { type: "string", examples: [example] },
 });
 
 const ID_PARAMETER = { id: int64Parameter("Identification number of the plant", NEW_PLANT_EXAMPLE.id) };
@@ -136,8 +135,7 @@ export const plantByIdRouter = {
           description:
             "`*` or the entity tags the client holds (RFC 9110 §13.1.2): when one matches the plant's (weak comparison), " +
             "the answer is 304 with the `ETag` and no body.",
-          schema: { type: "string" },
-          examples: [PATCHED_ETAG],
+          schema: { type: "string", examples: [PATCHED_ETAG] },
         },
         ifMatchParameter(
           "`*` or entity tags (RFC 9110 §13.1.1): the plant is answered only if one of them is its current tag (strong comparison), else 412.",

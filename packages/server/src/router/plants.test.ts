@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { Principal } from "../auth/principal.ts";
 import { toApiError } from "../errors.ts";
-import { openStore } from "../storage/open-store.ts";
 import type { Preconditions } from "../preconditions.ts";
+import { openStore } from "../storage/open-store.ts";
+import { plantETag } from "../storage/plant-etag.ts";
 import type { PlantStore } from "../storage/plant-store.ts";
 import { createCallerFactory } from "../trpc.ts";
 import { appRouter } from "./root.ts";
@@ -234,6 +235,57 @@ describe("plants.create and plants.delete", () => {
   });
 });
 
+describe("one plant under its preconditions (If-Match, If-None-Match as the adapter parses them)", () => {
+  const conditional = (preconditions: Preconditions) => call(WRITER, preconditions);
+
+  it("get: sets the ETag, and asks for 304 when If-None-Match names it, weakly or as *", async () => {
+    await call().api.plants.create({ id: 6_000_000n, name: "Read" });
+    const plain = conditional({});
+    expect(await plain.api.plants.get({ id: "6000000" })).toEqual({ id: 6_000_000n, name: "Read" });
+    const etag = plain.responseHeaders.get("ETag")!;
+    expect(etag).toBe(plantETag({ id: 6_000_000n, name: "Read" }));
+    expect(plain.response.status).toBeUndefined();
+    for (const ifNoneMatch of [[etag], [`W/${etag}`], "*"] as const) {
+      const cached = conditional({ ifNoneMatch });
+      await cached.api.plants.get({ id: "6000000" });
+      expect(cached.response.status).toBe(304);
+    }
+    const other = conditional({ ifNoneMatch: ['"other"'] });
+    await other.api.plants.get({ id: "6000000" });
+    expect(other.response.status).toBeUndefined();
+  });
+
+  it("update: 404 before 428 before 412, then the change and its new ETag", async () => {
+    await call().api.plants.create({ id: 6_000_001n, name: "Before", tag: "t" });
+    expect(await refusal(conditional({}).api.plants.update({ id: "6000009", name: "x" }))).toMatchObject({
+      status: 404,
+    });
+    expect(await refusal(conditional({}).api.plants.update({ id: "6000001", name: "x" }))).toMatchObject({
+      status: 428,
+      error: 42800,
+    });
+    const etag = plantETag({ id: 6_000_001n, name: "Before", tag: "t" });
+    const stale = await refusal(conditional({ ifMatch: ['"stale"'] }).api.plants.update({ id: "6000001", tag: null }));
+    expect(stale).toMatchObject({ status: 412, error: 41200, headers: { ETag: etag } });
+    const fresh = conditional({ ifMatch: [etag] });
+    expect(await fresh.api.plants.update({ id: "6000001", tag: null })).toEqual({ id: 6_000_001n, name: "Before" });
+    expect(fresh.responseHeaders.get("ETag")).toBe(plantETag({ id: 6_000_001n, name: "Before" }));
+  });
+
+  it("replace: 428 without a condition, 201 and Location creating, 412 creating over a stored plant", async () => {
+    expect(await refusal(conditional({}).api.plants.replace({ id: "6000002", name: "x" }))).toMatchObject({
+      status: 428,
+    });
+    const created = conditional({ ifNoneMatch: "*" });
+    expect(await created.api.plants.replace({ id: "6000002", name: "New" })).toEqual({ id: 6_000_002n, name: "New" });
+    expect(created.response.status).toBe(201);
+    expect(created.responseHeaders.get("Location")).toBe("/plants/6000002");
+    expect(
+      await refusal(conditional({ ifNoneMatch: "*" }).api.plants.replace({ id: "6000002", name: "Again" })),
+    ).toMatchObject({ status: 412, headers: { ETag: plantETag({ id: 6_000_002n, name: "New" }) } });
+  });
+});
+
 describe("scopes each procedure needs, read from the router itself", () => {
   type Procedure = { _def: { meta?: { scopes?: string[] }; type: string } };
   // At run time a flat map keyed by dotted path ("plants.create"); its type nests the routers.
@@ -242,6 +294,9 @@ describe("scopes each procedure needs, read from the router itself", () => {
     "plants.create": { id: 5_000_000n, name: "scoped" },
     "plants.list": {},
     "plants.delete": { id: "5000000" },
+    "plants.get": { id: "5000000" },
+    "plants.update": { id: "5000000", name: "scoped" },
+    "plants.replace": { id: "5000000", name: "scoped" },
     "whoami.get": {},
   };
 
@@ -251,6 +306,9 @@ describe("scopes each procedure needs, read from the router itself", () => {
       "plants.create": ["plants:write"],
       "plants.list": ["plants:read"],
       "plants.delete": ["plants:write"],
+      "plants.get": ["plants:read"],
+      "plants.update": ["plants:write"],
+      "plants.replace": ["plants:write"],
       "whoami.get": [],
     });
   });

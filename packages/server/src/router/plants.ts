@@ -78,10 +78,7 @@ export const plantsRouter = {
         operationId: "createPlant",
         summary: "Create a plant",
         tags: ["plants"],
-        description:
-          "Creates a new plant in the store. A replayed `POST` (the same id, name and tag) answers 200 again and a " +
-          "different plant under a stored id answers 409: either is decided against the plant as it is now, after any " +
-          "`PATCH` or `PUT` since, not as it was first created.",
+        description: "Creates a new plant in the store",
         successDescription: "Plant response",
       },
       scopes: ["plants:write"],
@@ -101,7 +98,9 @@ export const plantsRouter = {
       ],
       requestBodyDescription: ({ bodyLimitBytes }) =>
         `A NewPlant as JSON (at most ${bodyLimitBytes} bytes), sent without a Content-Encoding (or \`identity\`). ` +
-        "Unknown fields are ignored. An `id` above 2^53 must be written as its exact digits, which JavaScript's " +
+        "Unknown fields are ignored. A replayed `POST` (the same id, name and tag) answers 200 again, and a different " +
+        "plant under a stored id 409: a replayed POST is compared with the plant as it is now, after any `PATCH` or " +
+        "`PUT` since, not as it was first created. An `id` above 2^53 must be written as its exact digits, which JavaScript's " +
         "`JSON.stringify` cannot do for a number: use a lossless JSON writer (e.g. `JSON.rawJSON`).",
       successHeaders: RATE_LIMIT_HEADERS,
     })

@@ -171,6 +171,18 @@ export const migrations: ReadonlyArray<Migration> = [
             probed_at bigint NOT NULL
           );`,
   },
+  {
+    version: 6,
+    name: "webhook event types",
+    // A subscriber's chosen event types; NULL for one added before they existed (or without
+    // --events): it keeps receiving exactly the bare new-plant payload and nothing else. An event
+    // records its type (NULL for that bare payload), so its deliveries go to the right subscribers.
+    // SQLite keeps the types as comma-separated text, PostgreSQL as an array.
+    sqlite: `ALTER TABLE webhook_subscribers ADD COLUMN events TEXT;
+          ALTER TABLE webhook_events ADD COLUMN type TEXT;`,
+    postgres: `ALTER TABLE webhook_subscribers ADD COLUMN events text[];
+          ALTER TABLE webhook_events ADD COLUMN type text;`,
+  },
 ];
 
 /** For /readyz: how many migrations the database records, of those this build knows. */

@@ -12,3 +12,21 @@ export function newPlantPayload(plant: { id: bigint; name: string; tag: string |
 export function newMessageId(): string {
   return `msg_${randomUUID().replaceAll("-", "")}`;
 }
+
+/** The event types a subscriber may choose (`webhooks add --events`). */
+export const WEBHOOK_EVENT_TYPES = ["plant.created", "plant.updated", "plant.deleted"] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * A Standard Webhooks payload `{type, timestamp, data}`, for subscribers that chose their event
+ * types; `data` is JSON already (a plant's exact payload, or `{"id":…}` for plant.deleted), and
+ * `timestamp` the change's time in RFC 3339 UTC.
+ */
+export function eventEnvelope(type: WebhookEventType, at: number, data: string): string {
+  return `{"type":"${type}","timestamp":"${new Date(at).toISOString()}","data":${data}}`;
+}
+
+/** What plant.deleted carries: the id alone, exact. */
+export function deletedPlantData(id: bigint): string {
+  return `{"id":${id}}`;
+}

@@ -1,4 +1,5 @@
 import type { AttemptRow, DeliveryRow, Subscriber } from "./webhook-admin.ts";
+import type { WebhookEventType } from "./webhook-event.ts";
 
 /**
  * Webhook rows as both backends read them: SQLite gives integers (0/1 for booleans), PostgreSQL
@@ -9,6 +10,8 @@ type Integer = number | bigint;
 export type StoredSubscriber = {
   id: string;
   url: string;
+  /** SQLite: comma-separated text; PostgreSQL: an array. NULL: the bare new-plant payload only. */
+  events: string | string[] | null;
   active: boolean | Integer;
   disabled_reason: string | null;
   created_at: Integer;
@@ -38,6 +41,7 @@ export function subscriberFromRow(row: StoredSubscriber): Subscriber {
   return {
     id: row.id,
     url: row.url,
+    events: (typeof row.events === "string" ? row.events.split(",") : row.events) as WebhookEventType[] | null,
     active: Number(row.active) === 1,
     disabledReason: row.disabled_reason,
     createdAt: iso(row.created_at),

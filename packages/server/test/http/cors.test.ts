@@ -53,10 +53,10 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
     const onPlant = await server.send({
       method: "OPTIONS",
       path: "/plants/1",
-      headers: { origin: "https://shop.example", "access-control-request-method": "GET" },
+      headers: { origin: "https://shop.example", "access-control-request-method": "POST" },
     });
     expectErrorShape(onPlant, 405, 40500);
-    expect(onPlant.headers["allow"]).toBe("DELETE");
+    expect(onPlant.headers["allow"]).toBe("DELETE, GET, HEAD, PATCH, PUT");
   });
 
   it("still answers 204 to preflights of requests that exist, HEAD and the plain paths included", async () => {
@@ -93,6 +93,32 @@ describe("cross-origin browser calls (PLANTSTORE_CORS_ORIGINS)", () => {
     const documented = Object.keys(success.headers ?? {});
     expect(documented).toContain("RateLimit");
     for (const name of documented) expect(exposed).toContain(name.toLowerCase());
+  });
+
+  it("lets a page PATCH and PUT one plant with If-Match / If-None-Match, and read ETag, Location and Accept-Patch", async () => {
+    for (const method of ["PATCH", "PUT"]) {
+      const preflight = await server.send({
+        method: "OPTIONS",
+        path: "/plants/1",
+        headers: {
+          origin: "https://shop.example",
+          "access-control-request-method": method,
+          "access-control-request-headers": "authorization, content-type, if-match, if-none-match",
+        },
+      });
+      expect(preflight.status).toBe(204);
+      expect(String(preflight.headers["access-control-allow-methods"])).toContain(method);
+      expect(String(preflight.headers["access-control-allow-headers"])).toMatch(/If-Match.*If-None-Match/);
+    }
+    const read = await server.send({
+      method: "GET",
+      path: "/plants/1",
+      contractPath: "/plants/{id}",
+      headers: { origin: "https://shop.example", authorization: `Bearer ${TOKEN}` },
+    });
+    expect(read.status).toBe(200);
+    const exposed = String(read.headers["access-control-expose-headers"]).toLowerCase();
+    for (const name of ["etag", "location", "accept-patch"]) expect(exposed).toContain(name);
   });
 
   it("gives other origins no CORS headers", async () => {

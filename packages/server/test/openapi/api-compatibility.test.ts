@@ -244,7 +244,10 @@ describe("findBreakingChanges on compatible changes", () => {
 
   it("lets additions through: an operation, an optional field, an optional parameter, a response, a webhook, new words", () => {
     const added = changed((d) => {
-      d.paths["/plants/{id}"]!["get"] = { operationId: "getPlant", responses: { "200": { description: "The plant" } } };
+      // GET /plants/{id} was this test's new operation until issue 26 added it; a photo is not there yet.
+      d.paths["/plants/{id}/photo"] = {
+        get: { operationId: "getPlantPhoto", responses: { "200": { description: "The photo" } } },
+      };
       d.components.schemas["Plant"]!.properties!["color"] = { type: "string" };
       d.paths["/plants"]!["get"]!.parameters!.push({ in: "query", name: "sort", schema: { type: "string" } });
       // A status the document does not list yet (429 is listed since rate limits came).

@@ -16,6 +16,7 @@ afterAll(async () => {
 type Json = Record<string, unknown>;
 type Operation = {
   operationId: string;
+  description?: string;
   parameters?: Array<{ in: string; name: string; required?: boolean; schema: Json }>;
   requestBody?: { required?: boolean; content: Record<string, { schema: Json }> };
   responses: Record<
@@ -124,7 +125,7 @@ describe("the served document describes GET /plants", () => {
 describe("the served document describes DELETE /plants/{id}", () => {
   const remove = () => doc().paths["/plants/{id}"]?.["delete"];
 
-  it("with a required int64 path id, 204 without a body, 404 (40401) and 400 (40005)", () => {
+  it("with a required int64 path id, an optional If-Match, 204 without a body, 404 (40401) and 400 (40005)", () => {
     expect(remove()?.operationId).toBe("deletePlant");
     expect(remove()?.parameters).toEqual([
       expect.objectContaining({
@@ -133,11 +134,121 @@ describe("the served document describes DELETE /plants/{id}", () => {
         required: true,
         schema: expect.objectContaining({ type: "integer", format: "int64" }),
       }),
+      expect.objectContaining({ in: "header", name: "If-Match", required: false }),
     ]);
     expect(remove()?.responses["204"]).toBeDefined();
     expect(remove()?.responses["204"]?.content).toBeUndefined();
     expect(codes(remove(), "404")).toEqual([40401]);
     expect(codes(remove(), "400")).toEqual([40005, 40000]);
+  });
+});
+
+describe("the served document describes one plant's operations (issue 26)", () => {
+  const at = (method: string) => doc().paths["/plants/{id}"]?.[method];
+  const headerNames = (operation: Operation | undefined) =>
+    (operation?.parameters ?? []).filter((p) => p.in === "header").map((p) => `${p.name}${p.required ? "!" : ""}`);
+  const headersOf = (operation: Operation | undefined, status: string) =>
+    Object.keys(operation?.responses[status]?.headers ?? {});
+
+  it("GET: plants:read, 200 a NewPlant with ETag, a bodiless 304 with ETag, 404, 412, If-None-Match and If-Match", () => {
+    const get = at("get");
+    expect(get?.operationId).toBe("getPlant");
+    expect(headerNames(get)).toEqual(["If-None-Match", "If-Match"]);
+    expect(get?.responses["200"]?.content?.["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/NewPlant",
+    });
+    expect(headersOf(get, "200")).toContain("ETag");
+    expect(get?.responses["304"]?.content).toBeUndefined();
+    expect(headersOf(get, "304")).toContain("ETag");
+    expect(codes(get, "404")).toEqual([40401]);
+    expect(codes(get, "412")).toEqual([41200]);
+    expect(headersOf(get, "412")).toEqual(["ETag"]);
+  });
+
+  it("PATCH: a PlantPatch as application/merge-patch+json only, If-Match required, 200, 412, 415 with Accept-Patch, 428", () => {
+    const patch = at("patch");
+    expect(patch?.operationId).toBe("updatePlant");
+    expect(headerNames(patch)).toEqual(["If-Match!"]);
+    expect(Object.keys(patch?.requestBody?.content ?? {})).toEqual(["application/merge-patch+json"]);
+    expect(patch?.requestBody?.content["application/merge-patch+json"]?.schema).toEqual({
+      $ref: "#/components/schemas/PlantPatch",
+    });
+    const schema = doc().components.schemas["PlantPatch"] as { properties: Record<string, Json>; required?: unknown };
+    expect(Object.keys(schema.properties)).toEqual(["name", "tag"]);
+    expect(schema.required).toBeUndefined();
+    expect(JSON.stringify(schema.properties["tag"])).toContain('"type":"null"');
+    expect(headersOf(patch, "200")).toContain("ETag");
+    expect(codes(patch, "400")).toEqual(expect.arrayContaining([40004]));
+    expect(codes(patch, "404")).toEqual([40401]);
+    expect(codes(patch, "412")).toEqual([41200]);
+    expect(codes(patch, "415")).toEqual([41500, 41501]);
+    expect(headersOf(patch, "415")).toEqual(["Accept-Patch", "Accept-Encoding"]);
+    expect(codes(patch, "428")).toEqual([42800]);
+  });
+
+  it("PUT: a Plant as JSON, 200 or 201 with Location and ETag, 412, 428; no 404 (a PUT may create)", () => {
+    const put = at("put");
+    expect(put?.operationId).toBe("replacePlant");
+    expect(put?.requestBody?.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/Plant" });
+    expect(headersOf(put, "201")).toEqual(expect.arrayContaining(["ETag", "Location"]));
+    expect(put?.responses["201"]?.content).toEqual(put?.responses["200"]?.content);
+    expect(put?.responses["404"]).toBeUndefined();
+    expect(codes(put, "412")).toEqual([41200]);
+    expect(codes(put, "428")).toEqual([42800]);
+  });
+
+  it("DELETE: 412 with the current ETag", () => {
+    expect(codes(at("delete"), "412")).toEqual([41200]);
+    expect(headersOf(at("delete"), "412")).toEqual(["ETag"]);
+  });
+
+  it("states the evaluation order on each, and that a replayed POST is compared with the plant as it is now", () => {
+    for (const method of ["get", "patch", "put", "delete"])
+      expect(at(method)?.description, method).toContain("Evaluation order (RFC 9110 §13.2)");
+    const post = doc().paths["/plants"]?.["post"] as unknown as { requestBody: { description: string } };
+    expect(post.requestBody.description).toContain("a replayed POST is compared with the plant as it is now");
+  });
+
+  it("chains its examples: PATCH's If-Match is the created plant's ETag, PUT's the patched one's", async () => {
+    const parameter = (method: string, name: string) =>
+      (at(method)?.parameters?.find((p) => p.name === name) as { example?: unknown } | undefined)?.example;
+    const created = await server.createRaw(JSON.stringify(NEW_PLANT_EXAMPLE));
+    expect(created.status).toBe(200);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const path = `/plants/${NEW_PLANT_EXAMPLE.id}`;
+    const read = await server.send({ method: "GET", path, headers: auth });
+    expect(parameter("patch", "If-Match")).toBe(read.headers["etag"]);
+    const body = (method: string, type: string) =>
+      JSON.stringify((at(method)?.requestBody?.content[type] as { example?: unknown }).example);
+    const patched = await server.send({
+      method: "PATCH",
+      path,
+      headers: {
+        ...auth,
+        "content-type": "application/merge-patch+json",
+        "if-match": String(parameter("patch", "If-Match")),
+      },
+      body: body("patch", "application/merge-patch+json"),
+    });
+    expect(patched.status).toBe(200);
+    expect(parameter("put", "If-Match")).toBe(patched.headers["etag"]);
+    const replaced = await server.send({
+      method: "PUT",
+      path,
+      headers: { ...auth, "content-type": "application/json", "if-match": String(parameter("put", "If-Match")) },
+      body: body("put", "application/json"),
+    });
+    expect(replaced.status).toBe(200);
+    expect(parameter("delete", "If-Match")).toBe(replaced.headers["etag"]);
+    expect(
+      (
+        await server.send({
+          method: "DELETE",
+          path,
+          headers: { ...auth, "if-match": String(parameter("delete", "If-Match")) },
+        })
+      ).status,
+    ).toBe(204);
   });
 });
 
@@ -181,7 +292,8 @@ describe("the served document's examples", () => {
     for (const { where, operation } of operations) {
       for (const parameter of operation.parameters ?? [])
         expect((parameter as WithExample).example, `${where} ${parameter.name}`).toBeDefined();
-      const body = operation.requestBody?.content["application/json"] as WithExample | undefined;
+      // One media type per body: application/json, or PATCH's application/merge-patch+json.
+      const body = Object.values(operation.requestBody?.content ?? {})[0] as WithExample | undefined;
       if (operation.requestBody !== undefined) expect(body?.example, `${where} body`).toBeDefined();
       for (const [status, response] of Object.entries(operation.responses)) {
         const json = response.content?.["application/json"] as WithExample | undefined;

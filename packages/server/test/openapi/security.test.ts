@@ -35,6 +35,9 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(security).toEqual({
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
+      "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
+      "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
     });

@@ -1,7 +1,10 @@
+import { spawn } from "node:child_process";
+
+import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
 
 import { rawRequest } from "../support/harness.ts";
-import { spawnServe } from "../support/spawned-server.ts";
+import { BIN, freePort, spawnServe } from "../support/spawned-server.ts";
 import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 
 describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEND} database`, () => {
@@ -50,5 +53,36 @@ describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEN
       await database.dispose();
     }
     expect(server.output()).not.toContain(token);
+  });
+
+  it("stops cleanly with exit 0 when the signal comes while the workers are still loading", async () => {
+    const database = await createTestDatabase();
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, "serve"], {
+      env: {
+        ...process.env,
+        PLANTSTORE_WORKERS: "2",
+        PLANTSTORE_TOKENS: "workers-token",
+        DATABASE_URL: database.url,
+        PLANTSTORE_LOG_LEVEL: "info",
+        PORT: String(port),
+        HOST: "127.0.0.1",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      // The primary has forked them; they take far longer to load their modules than this takes.
+      await eventually(() => output.includes("workers starting"), { what: () => `the primary to fork:\n${output}` });
+      child.kill("SIGTERM");
+      expect(await exited, output).toBe(0);
+      expect(output).not.toContain("did not stop cleanly");
+    } finally {
+      child.kill("SIGKILL");
+      await database.dispose();
+    }
   });
 });

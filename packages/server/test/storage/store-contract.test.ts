@@ -3,10 +3,13 @@ import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
+import { migrations } from "../../src/storage/migrations.ts";
 import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
 import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { migratePostgres } from "../../src/storage/postgres/migrations.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
+import { migrateSqlite } from "../../src/storage/sqlite/migrations.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
 import { TokenNameTakenError, type TokenStore } from "../../src/storage/token-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
@@ -39,6 +42,8 @@ type Backend = {
   exec(database: TestDatabase, sql: string): Promise<void>;
   /** A trigger that makes the database roll back the whole batch that creates a plant named `name`. */
   rollBackBatchesCreating(name: string): string;
+  /** Applies the first `count` migrations only, as an older build did. */
+  migrateTo(database: TestDatabase, count: number): Promise<void>;
 };
 
 const backends: Record<TestBackend, Backend> = {
@@ -56,6 +61,14 @@ const backends: Record<TestBackend, Backend> = {
     },
     rollBackBatchesCreating: (name) =>
       `CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = '${name}' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END`,
+    migrateTo: async (database, count) => {
+      const db = new DatabaseSync(database.name);
+      try {
+        migrateSqlite(db, migrations.slice(0, count));
+      } finally {
+        db.close();
+      }
+    },
   },
   postgres: {
     open: (database, options) =>
@@ -80,6 +93,11 @@ const backends: Record<TestBackend, Backend> = {
       CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.name = '${name}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
       CREATE TRIGGER roll_back BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION roll_back();`,
+    migrateTo: (database, count) =>
+      migratePostgres(
+        { url: database.url, poolSize: 1, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
+        migrations.slice(0, count),
+      ),
   },
 };
 
@@ -588,6 +606,147 @@ describe(`issued tokens (${TEST_BACKEND})`, () => {
     expect((await tokens.findToken(kept.id))?.lastUsedAt).toBe(7_000);
     expect((await tokens.findToken(expiring.id))?.lastUsedAt).toBe(6_500);
     expect(await tokens.tokenChangeVersion()).toBe(version);
+  });
+});
+
+describe(`webhook event types (${TEST_BACKEND})`, () => {
+  const SECRET = `whsec_${Buffer.alloc(24, 5).toString("base64")}`;
+  const MAX = 2n ** 63n - 1n;
+  const ENVELOPE =
+    /^\{"type":"(plant\.(?:created|updated|deleted))","timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)","data":(.*)\}$/;
+
+  /** Every delivery due now, claimed, as `{type or "bare"} {data}` per subscriber, in the order written. */
+  async function announced(store: WebhookQueue): Promise<Map<string, string[]>> {
+    const now = Date.now() + 1;
+    const bySubscriber = new Map<string, string[]>();
+    const claimed = await store.claimDeliveries({ now, leaseUntil: now + 60_000, limit: 1_000 });
+    for (const d of claimed.sort((a, b) => a.deliveryId - b.deliveryId)) {
+      const envelope = ENVELOPE.exec(d.payload);
+      if (envelope !== null) {
+        // The change's time, RFC 3339 in UTC, and when the event was written.
+        expect(Date.parse(envelope[2]!)).toBe(d.createdAt);
+      }
+      const seen = envelope === null ? `bare ${d.payload}` : `${envelope[1]} ${envelope[3]}`;
+      bySubscriber.set(d.subscriberId, [...(bySubscriber.get(d.subscriberId) ?? []), seen]);
+      await store.recordAttempt({
+        deliveryId: d.deliveryId,
+        subscriberId: d.subscriberId,
+        attemptedAt: now,
+        durationMs: 1,
+        statusCode: 204,
+        error: null,
+        result: "delivered",
+        nextAttemptAt: now,
+      });
+    }
+    return bySubscriber;
+  }
+
+  it("go to each subscriber as it chose: the bare new plant to one without types, envelopes of its types to the others", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    const legacy = await admin.add("http://127.0.0.1:9/legacy", SECRET);
+    const all = await admin.add("http://127.0.0.1:9/all", SECRET, ["plant.created", "plant.updated", "plant.deleted"]);
+    const changes = await admin.add("http://127.0.0.1:9/changes", SECRET, ["plant.updated", "plant.deleted"]);
+    expect((await admin.list()).map((s) => [s.url, s.events]).sort()).toEqual(
+      [
+        [legacy.url, null],
+        [all.url, ["plant.created", "plant.updated", "plant.deleted"]],
+        [changes.url, ["plant.updated", "plant.deleted"]],
+      ].sort(),
+    );
+
+    const fern = { id: MAX, name: 'Fern "big"', tag: "green" };
+    expect(await store.create(fern)).toBe("created");
+    expect(await store.create(fern)).toBe("replayed");
+    const json = '{"id":9223372036854775807,"name":"Fern \\"big\\"","tag":"green"}';
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, [`bare ${json}`]],
+        [all.id, [`plant.created ${json}`]],
+      ]),
+    );
+
+    // A change, one that changes nothing, a stale one, a replacement: only real changes are announced.
+    const renamed = await store.update(MAX, { name: "Fern", tag: null }, [plantETag(fern)]);
+    expect(renamed.outcome).toBe("written");
+    const plant = { id: MAX, name: "Fern" };
+    expect(await store.update(MAX, { name: "Fern" }, [plantETag(plant)])).toMatchObject({ outcome: "written" });
+    expect(await store.update(MAX, { name: "Lost" }, [plantETag(fern)])).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await store.replace({ id: MAX, name: "Fern", tag: "t" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "written",
+    });
+    expect(await store.replace({ id: MAX, name: "Fern", tag: "t" }, { ifMatch: "*" })).toMatchObject({
+      outcome: "written",
+    });
+    const updates = [
+      'plant.updated {"id":9223372036854775807,"name":"Fern"}',
+      'plant.updated {"id":9223372036854775807,"name":"Fern","tag":"t"}',
+    ];
+    expect(await announced(store)).toEqual(
+      new Map([
+        [all.id, updates],
+        [changes.id, updates],
+      ]),
+    );
+
+    // A stale delete deletes nothing and announces nothing; a delete, its id alone.
+    expect(await store.delete(MAX, [plantETag(fern)])).toMatchObject({ outcome: "precondition_failed" });
+    expect(await store.delete(MAX, "*")).toBe("deleted");
+    expect(await store.delete(MAX)).toBe("not_found");
+    expect(await store.create({ id: 1n, name: "One" })).toBe("created");
+    expect(await store.delete(1n)).toBe("deleted");
+    const [first, second] = ['plant.deleted {"id":9223372036854775807}', 'plant.deleted {"id":1}'];
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, ['bare {"id":1,"name":"One"}']],
+        [all.id, [first, 'plant.created {"id":1,"name":"One"}', second]],
+        [changes.id, [first, second]],
+      ]),
+    );
+
+    // Created through a replace on a free id: a new plant like any other; on a taken id, nothing.
+    expect(await store.replace({ id: 2n, name: "Two" }, { ifNoneMatch: "*" })).toMatchObject({ created: true });
+    expect(await store.replace({ id: 2n, name: "Two" }, { ifNoneMatch: "*" })).toMatchObject({
+      outcome: "precondition_failed",
+    });
+    expect(await announced(store)).toEqual(
+      new Map([
+        [legacy.id, ['bare {"id":2,"name":"Two"}']],
+        [all.id, ['plant.created {"id":2,"name":"Two"}']],
+      ]),
+    );
+  });
+
+  it("write no event for a type nobody chose, and none to a disabled subscriber", async () => {
+    const store = await open();
+    const admin = await webhookAdmin();
+    await admin.add("http://127.0.0.1:9/deleted", SECRET, ["plant.deleted"]);
+    const off = await admin.add("http://127.0.0.1:9/off", SECRET, ["plant.created", "plant.updated"]);
+    await backend.exec(database, `UPDATE webhook_subscribers SET active = false WHERE id = '${off.id}'`);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => store.create({ id: BigInt(i), name: "x" })));
+    expect(await store.update(1n, { name: "y" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await store.webhookBacklog()).toBe(0);
+    expect(await store.delete(1n)).toBe("deleted");
+    expect(await store.webhookBacklog()).toBe(1);
+  });
+
+  it("keep the subscribers of a database migrated from before event types on the bare new-plant payload", async () => {
+    await backend.migrateTo(database, 5);
+    await backend.exec(
+      database,
+      "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_old', 'http://127.0.0.1:9/', 'whsec_x', 0)",
+    );
+    const store = await open();
+    expect(await store.migrations!()).toEqual({ applied: migrations.length, known: migrations.length });
+    const admin = await webhookAdmin();
+    expect((await admin.list()).map((s) => [s.id, s.events])).toEqual([["whk_old", null]]);
+    expect(await store.create({ id: 1n, name: "Fern" })).toBe("created");
+    expect(await store.update(1n, { tag: "t" }, "*")).toMatchObject({ outcome: "written" });
+    expect(await store.delete(1n)).toBe("deleted");
+    expect(await announced(store)).toEqual(new Map([["whk_old", ['bare {"id":1,"name":"Fern"}']]]));
   });
 });
 

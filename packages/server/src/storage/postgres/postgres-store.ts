@@ -22,7 +22,13 @@ import type {
   PreconditionFailed,
   WriteOutcome,
 } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
@@ -56,23 +62,28 @@ type Stored = { name: string; tag: string | null };
 
 /**
  * One statement writes a batch of plants and, for those that are new, their outbox events and
- * one delivery per active subscriber: atomic without an explicit transaction, one round trip.
- * `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a concurrent,
- * uncommitted insert of the same id waits for it to commit or roll back, so two instances can
- * never both create one id.
+ * one delivery per active subscriber of new plants: atomic without an explicit transaction, one
+ * round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a
+ * concurrent, uncommitted insert of the same id waits for it to commit or roll back, so two
+ * instances can never both create one id.
+ *
+ * Subscribers added without event types (`events` NULL) get the bare plant JSON, as before event
+ * types existed; those that chose plant.created get it in a Standard Webhooks envelope, built here
+ * from the same JSON ($7 is the change's time in RFC 3339), under a message id of its own.
  *
  * The events' message ids and payloads ($4, $5) are only built when the last batch saw an active
- * subscriber: without subscribers they cost more client CPU than the rest of the batch. A batch
- * sent without them that finds a subscriber after all (one was added meanwhile) stores nothing
- * (`go` is false) and says so (`subscribed`), and is sent again with them. Whether there are
- * subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
+ * subscriber of new plants: without subscribers they cost more client CPU than the rest of the
+ * batch. A batch sent without them that finds a subscriber after all (one was added meanwhile)
+ * stores nothing (`go` is false) and says so (`subscribed`), and is sent again with them. Whether
+ * there are subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
       AS t(id, name, tag, message_id, payload)
   ), subscribers AS (
-    SELECT id FROM webhook_subscribers WHERE active
+    SELECT id, events IS NULL AS bare FROM webhook_subscribers
+    WHERE active AND (events IS NULL OR 'plant.created' = ANY (events))
   ), go AS (
     SELECT $4::text[] IS NOT NULL OR NOT EXISTS (SELECT 1 FROM subscribers) AS ok
   ), inserted AS (
@@ -80,17 +91,39 @@ const INSERT_BATCH = `
     ON CONFLICT (id) DO NOTHING
     RETURNING id
   ), events AS (
-    INSERT INTO webhook_events (message_id, payload, created_at)
-    SELECT input.message_id, input.payload, $6 FROM input JOIN inserted USING (id)
-    WHERE EXISTS (SELECT 1 FROM subscribers)
-    RETURNING id
+    INSERT INTO webhook_events (message_id, type, payload, created_at)
+    SELECT input.message_id, NULL, input.payload, $6::bigint FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE bare)
+    UNION ALL
+    SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'plant.created',
+           '{"type":"plant.created","timestamp":"' || $7::text || '","data":' || input.payload || '}', $6::bigint
+    FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT 1 FROM subscribers WHERE NOT bare)
+    RETURNING id, type
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events CROSS JOIN subscribers
+    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events JOIN subscribers ON (events.type IS NULL) = subscribers.bare
   )
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
+
+/**
+ * A change of plants ($5 on) and, when it changed a row and someone chose its event type ($1),
+ * the event (message id $2, payload $3, at $4) and its deliveries: one statement, so one commit.
+ */
+const ANNOUNCING = (change: string) => `
+  WITH changed AS (${change}), subscribers AS (
+    SELECT id FROM webhook_subscribers WHERE active AND $1::text = ANY (events)
+  ), events AS (
+    INSERT INTO webhook_events (message_id, type, payload, created_at)
+    SELECT $2, $1, $3, $4 FROM changed WHERE EXISTS (SELECT 1 FROM subscribers)
+    RETURNING id
+  ), deliveries AS (
+    INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+    SELECT events.id, subscribers.id, 'pending', $4, $4 FROM events CROSS JOIN subscribers
+  )
+  SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM events) AS events`;
 
 /**
  * A compare-and-set: the row is changed only if it still holds what the precondition was checked
@@ -99,14 +132,17 @@ const INSERT_BATCH = `
  * WHERE again on the row that writer committed: of writers holding one ETag, exactly one matches,
  * on every instance.
  */
-const UPDATE_IF_UNCHANGED = `
-  UPDATE plants SET name = $4, tag = $5
-  WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3
-  RETURNING id`;
+const UPDATE_IF_UNCHANGED = ANNOUNCING(`
+  UPDATE plants SET name = $8, tag = $9
+  WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7
+  RETURNING id`);
 
 /** The same compare-and-set for a conditional delete. */
-const DELETE_IF_UNCHANGED = `
-  DELETE FROM plants WHERE id = $1 AND name = $2 AND tag IS NOT DISTINCT FROM $3 RETURNING id`;
+const DELETE_IF_UNCHANGED = ANNOUNCING(
+  "DELETE FROM plants WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7 RETURNING id",
+);
+
+const DELETE = ANNOUNCING("DELETE FROM plants WHERE id = $5 RETURNING id");
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -248,6 +284,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
           withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
           now,
+          new Date(now).toISOString(),
         ],
         "plants_insert_batch",
       ),
@@ -322,36 +359,61 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       const current = plantFromRow(row);
       if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
       const next = wanted(row);
-      // A change that changes nothing writes nothing.
+      // A change that changes nothing writes nothing, and announces nothing.
       if (samePlant(row, next)) return { outcome: "written", plant: current, created: false };
-      // Not repeated on a broken connection (#withRetry): whether it committed would be unknown.
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, UPDATE_IF_UNCHANGED, [id, row.name, row.tag, next.name, next.tag], "plants_update"),
+      const changed = await this.#announcing(
+        UPDATE_IF_UNCHANGED,
+        "plants_update",
+        "plant.updated",
+        newPlantPayload(next),
+        [id, row.name, row.tag, next.name, next.tag],
       );
-      if (rows.length === 1) return { outcome: "written", plant: plantFromRow(next), created: false };
+      if (changed) return { outcome: "written", plant: plantFromRow(next), created: false };
     }
     throw new Error("could not settle a conditional write: the plant kept changing");
   }
 
   async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
-    if (ifMatch === undefined) {
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, "DELETE FROM plants WHERE id = $1 RETURNING id", [id], "plants_delete"),
-      );
-      return rows.length === 1 ? "deleted" : "not_found";
-    }
+    const data = deletedPlantData(id);
+    if (ifMatch === undefined)
+      return (await this.#announcing(DELETE, "plants_delete", "plant.deleted", data, [id])) ? "deleted" : "not_found";
     for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
       const row = await this.#row(id);
       if (row === undefined) return "not_found";
       const current = plantFromRow(row);
       if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
-      const rows = await this.#breaker.call(() =>
-        query(this.#pool, DELETE_IF_UNCHANGED, [id, row.name, row.tag], "plants_delete_if_unchanged"),
-      );
-      if (rows.length === 1) return "deleted";
+      const values = [id, row.name, row.tag];
+      if (await this.#announcing(DELETE_IF_UNCHANGED, "plants_delete_if_unchanged", "plant.deleted", data, values))
+        return "deleted";
     }
     throw new Error("could not settle a conditional delete: the plant kept changing");
+  }
+
+  /**
+   * Runs one ANNOUNCING statement through the breaker; whether it changed a row. Never repeated on
+   * a broken connection (#withRetry): whether it committed would be unknown, and a repeated
+   * compare-and-set would fail on its own write.
+   */
+  async #announcing(
+    statement: string,
+    name: string,
+    type: WebhookEventType,
+    data: string,
+    values: unknown[],
+  ): Promise<boolean> {
+    const now = Date.now();
+    const rows = await this.#breaker.call(() =>
+      query<{ changed: bigint; events: bigint }>(
+        this.#pool,
+        statement,
+        [type, newMessageId(), eventEnvelope(type, now, data), now, ...values],
+        name,
+      ),
+    );
+    const [row] = rows;
+    if ((row?.events ?? 0n) > 0n) for (const listener of this.#eventListeners) listener();
+    return (row?.changed ?? 0n) > 0n;
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {

@@ -8,6 +8,7 @@ import {
   type Subscriber,
   type WebhookAdmin,
 } from "../webhook-admin.ts";
+import type { WebhookEventType } from "../webhook-event.ts";
 import {
   attemptFromRow,
   deliveryFromRow,
@@ -34,12 +35,12 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
     await this.#pool.end();
   }
 
-  async add(url: string, secret: string): Promise<Subscriber> {
+  async add(url: string, secret: string, events?: readonly WebhookEventType[]): Promise<Subscriber> {
     const rows = await query<StoredSubscriber>(
       this.#pool,
-      `INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ($1, $2, $3, $4)
-       RETURNING id, url, active, disabled_reason, created_at`,
-      [newSubscriberId(), url, secret, Date.now()],
+      `INSERT INTO webhook_subscribers (id, url, secret, events, created_at) VALUES ($1, $2, $3, $4, $5)
+       RETURNING id, url, events, active, disabled_reason, created_at`,
+      [newSubscriberId(), url, secret, events ?? null, Date.now()],
     );
     return subscriberFromRow(rows[0]!);
   }
@@ -47,7 +48,7 @@ export class PostgresWebhookAdmin implements WebhookAdmin {
   async list(): Promise<Subscriber[]> {
     const rows = await query<StoredSubscriber>(
       this.#pool,
-      "SELECT id, url, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id",
+      "SELECT id, url, events, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id",
     );
     return rows.map(subscriberFromRow);
   }

@@ -4,7 +4,14 @@ import type { ItemFailure } from "../group-commit.ts";
 import { ifMatchHolds } from "../plant-etag.ts";
 import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
-import { newMessageId, newPlantPayload } from "../webhook-event.ts";
+import {
+  deletedPlantData,
+  eventEnvelope,
+  newMessageId,
+  newPlantPayload,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEventType,
+} from "../webhook-event.ts";
 import { sqliteFailure } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
@@ -14,6 +21,9 @@ import type {
   ItemResult,
   WriteOp,
 } from "./writer-protocol.ts";
+
+/** Whether any active subscriber takes the bare new-plant payload, and each event type. */
+type Audience = Record<"bare" | WebhookEventType, boolean>;
 
 /**
  * Commits one batch of writes (creations, deletions and webhook bookkeeping, in arrival order) in
@@ -26,11 +36,23 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
   const remove = db.prepare("DELETE FROM plants WHERE id = ?");
   const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
-  const activeSubscribers = db.prepare("SELECT count(*) AS n FROM webhook_subscribers WHERE active = 1");
-  const insertEvent = db.prepare("INSERT INTO webhook_events (message_id, payload, created_at) VALUES (?, ?, ?)");
-  const insertDeliveries = db.prepare(
+  // Who is listening, read once per batch that writes anything to announce: bare (legacy)
+  // subscribers of new plants, and those that chose each event type.
+  const chose = (type: WebhookEventType) => `count(*) FILTER (WHERE instr(',' || events || ',', ',${type},') > 0)`;
+  const audienceOf = db.prepare(
+    `SELECT count(*) FILTER (WHERE events IS NULL) AS bare, ${WEBHOOK_EVENT_TYPES.map((t) => `${chose(t)} AS "${t}"`).join(", ")}
+     FROM webhook_subscribers WHERE active = 1`,
+  );
+  const insertEvent = db.prepare(
+    "INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)",
+  );
+  const insertBareDeliveries = db.prepare(
     `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1`,
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND events IS NULL`,
+  );
+  const insertTypedDeliveries = db.prepare(
+    `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
+     SELECT ?, id, 'pending', ?, ? FROM webhook_subscribers WHERE active = 1 AND instr(',' || events || ',', ?) > 0`,
   );
   const claim = db.prepare(
     `UPDATE webhook_deliveries SET lease_until = ?
@@ -68,19 +90,44 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   );
 
   let eventsWritten = 0;
-  let subscribersInBatch: boolean | undefined;
+  let audienceInBatch: Audience | undefined;
+  const audience = (): Audience => {
+    if (audienceInBatch !== undefined) return audienceInBatch;
+    const counts = audienceOf.get() as Record<keyof Audience, number | bigint>;
+    audienceInBatch = {
+      bare: Number(counts.bare) > 0,
+      "plant.created": Number(counts["plant.created"]) > 0,
+      "plant.updated": Number(counts["plant.updated"]) > 0,
+      "plant.deleted": Number(counts["plant.deleted"]) > 0,
+    };
+    return audienceInBatch;
+  };
+
+  /** An enveloped event for the subscribers that chose `type`, in this same transaction: the outbox. */
+  const announce = (type: WebhookEventType, data: string): void => {
+    if (!audience()[type]) return;
+    const now = Date.now();
+    const event = insertEvent.run(newMessageId(), type, eventEnvelope(type, now, data), now);
+    insertTypedDeliveries.run(event.lastInsertRowid, now, now, `,${type},`);
+    eventsWritten++;
+  };
 
   const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
-      // Only a new plant is announced (never a replay), in this same transaction: the outbox.
-      subscribersInBatch ??= Number((activeSubscribers.get() as { n: number | bigint }).n) > 0;
-      if (subscribersInBatch) {
-        const now = Date.now();
-        const event = insertEvent.run(newMessageId(), newPlantPayload(plant), now);
-        insertDeliveries.run(event.lastInsertRowid, now, now);
-        eventsWritten++;
+      // Only a new plant is announced (never a replay). Without subscribers this costs one read per batch.
+      const { bare, "plant.created": chosen } = audience();
+      if (bare || chosen) {
+        const payload = newPlantPayload(plant);
+        if (bare) {
+          // Exactly the payload subscribers received before event types existed.
+          const now = Date.now();
+          const event = insertEvent.run(newMessageId(), null, payload, now);
+          insertBareDeliveries.run(event.lastInsertRowid, now, now);
+          eventsWritten++;
+        }
+        if (chosen) announce("plant.created", payload);
       }
       return "created";
     }
@@ -101,7 +148,10 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
 
   /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, and no event). */
   const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
-    if (!samePlant(row, wanted)) rewrite.run(wanted.name, wanted.tag, wanted.id);
+    if (!samePlant(row, wanted)) {
+      rewrite.run(wanted.name, wanted.tag, wanted.id);
+      announce("plant.updated", newPlantPayload(wanted));
+    }
     return { outcome: "written", plant: plantFromRow(wanted), created: false };
   };
 
@@ -131,7 +181,9 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       const row = checked(id, ifMatch);
       if (row !== undefined && "outcome" in row) return { write: row };
     }
-    return { outcome: (Number(remove.run(id).changes) === 1 ? "deleted" : "not_found") satisfies DeleteOutcome };
+    if (Number(remove.run(id).changes) === 0) return { outcome: "not_found" satisfies DeleteOutcome };
+    announce("plant.deleted", deletedPlantData(id));
+    return { outcome: "deleted" satisfies DeleteOutcome };
   };
 
   const claimDeliveries = (now: number, leaseUntil: number, limit: number): ClaimedDelivery[] => {
@@ -205,7 +257,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   return (request) => {
     const started = performance.now();
     eventsWritten = 0;
-    subscribersInBatch = undefined;
+    audienceInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
     } catch (error) {

@@ -8,6 +8,7 @@ import {
   type Subscriber,
   type WebhookAdmin,
 } from "../webhook-admin.ts";
+import type { WebhookEventType } from "../webhook-event.ts";
 import {
   attemptFromRow,
   deliveryFromRow,
@@ -30,17 +31,19 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
     this.#db.close();
   }
 
-  async add(url: string, secret: string): Promise<Subscriber> {
+  async add(url: string, secret: string, events?: readonly WebhookEventType[]): Promise<Subscriber> {
     const id = newSubscriberId();
     this.#db
-      .prepare("INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES (?, ?, ?, ?)")
-      .run(id, url, secret, Date.now());
+      .prepare("INSERT INTO webhook_subscribers (id, url, secret, events, created_at) VALUES (?, ?, ?, ?, ?)")
+      .run(id, url, secret, events === undefined ? null : events.join(","), Date.now());
     return (await this.list()).find((s) => s.id === id)!;
   }
 
   async list(): Promise<Subscriber[]> {
     const rows = this.#db
-      .prepare("SELECT id, url, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id")
+      .prepare(
+        "SELECT id, url, events, active, disabled_reason, created_at FROM webhook_subscribers ORDER BY created_at, id",
+      )
       .all() as StoredSubscriber[];
     return rows.map(subscriberFromRow);
   }

@@ -1,5 +1,5 @@
 import type { NewPlant } from "@plantstore/schema";
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 
 import {
   DEFAULT_POSTGRES_BREAKER,
@@ -59,6 +59,9 @@ export type PostgresStoreOptions = PostgresSettings & {
 };
 
 type Stored = { name: string; tag: string | null };
+
+/** One of the ANNOUNCING statements with its name (prepared per connection), its event and its own values ($5 on). */
+type AnnouncingWrite = { statement: string; name: string; type: WebhookEventType; data: string; values: unknown[] };
 
 /**
  * One statement writes a batch of plants and, for those that are new, their outbox events and
@@ -343,77 +346,121 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   }
 
   /**
-   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` only if the row is
-   * still what was read (UPDATE_IF_UNCHANGED): the check and the write are one atomic step with
-   * no transaction held open across round trips. Someone else's write in between: read again.
+   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` in one compare-and-set
+   * (UPDATE_IF_UNCHANGED): the check and the write are one atomic step, in two round trips and
+   * without a transaction held open between them.
    */
-  async #rewrite(
+  #rewrite(
     id: bigint,
     ifMatch: IfMatch,
     wanted: (row: PlantRow) => PlantRow,
     missing: WriteOutcome,
   ): Promise<WriteOutcome> {
-    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
-      const row = await this.#row(id);
-      if (row === undefined) return missing;
-      const current = plantFromRow(row);
-      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
+    return this.#conditionally(id, ifMatch, missing, (row) => {
       const next = wanted(row);
       // A change that changes nothing writes nothing, and announces nothing.
-      if (samePlant(row, next)) return { outcome: "written", plant: current, created: false };
-      const changed = await this.#announcing(
-        UPDATE_IF_UNCHANGED,
-        "plants_update",
-        "plant.updated",
-        newPlantPayload(next),
-        [id, row.name, row.tag, next.name, next.tag],
-      );
-      if (changed) return { outcome: "written", plant: plantFromRow(next), created: false };
-    }
-    throw new Error("could not settle a conditional write: the plant kept changing");
+      if (samePlant(row, next)) return { outcome: { outcome: "written", plant: plantFromRow(row), created: false } };
+      return {
+        outcome: { outcome: "written", plant: plantFromRow(next), created: false },
+        write: {
+          statement: UPDATE_IF_UNCHANGED,
+          name: "plants_update",
+          type: "plant.updated",
+          data: newPlantPayload(next),
+          values: [id, row.name, row.tag, next.name, next.tag],
+        },
+      };
+    });
   }
 
   async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
     const data = deletedPlantData(id);
-    if (ifMatch === undefined)
-      return (await this.#announcing(DELETE, "plants_delete", "plant.deleted", data, [id])) ? "deleted" : "not_found";
-    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
-      const row = await this.#row(id);
-      if (row === undefined) return "not_found";
-      const current = plantFromRow(row);
-      if (!ifMatchHolds(ifMatch, current)) return { outcome: "precondition_failed", current };
-      const values = [id, row.name, row.tag];
-      if (await this.#announcing(DELETE_IF_UNCHANGED, "plants_delete_if_unchanged", "plant.deleted", data, values))
-        return "deleted";
+    // `*` holds for any stored plant: an unconditional delete (a missing plant is not_found either way).
+    if (ifMatch === undefined || ifMatch === "*") {
+      const write = { statement: DELETE, name: "plants_delete", type: "plant.deleted" as const, data, values: [id] };
+      const { changed } = await this.#breaker.call(() => this.#announcing(this.#pool, write));
+      return changed ? "deleted" : "not_found";
     }
-    throw new Error("could not settle a conditional delete: the plant kept changing");
+    const outcome = await this.#conditionally(id, ifMatch, { outcome: "not_found" }, (row) => ({
+      outcome: { outcome: "written", plant: plantFromRow(row), created: false },
+      write: {
+        statement: DELETE_IF_UNCHANGED,
+        name: "plants_delete_if_unchanged",
+        type: "plant.deleted",
+        data,
+        values: [id, row.name, row.tag],
+      },
+    }));
+    if (outcome.outcome === "written") return "deleted";
+    return outcome.outcome === "not_found" ? "not_found" : outcome;
   }
 
   /**
-   * Runs one ANNOUNCING statement through the breaker; whether it changed a row. Never repeated on
-   * a broken connection (#withRetry): whether it committed would be unknown, and a repeated
+   * A conditional write: read, check `ifMatch`, then `plan`'s compare-and-set, which writes only if
+   * the row is still what was read. When someone else wrote in between and the precondition may
+   * still hold (`*`, or a list of several tags), it is done again under the row's lock
+   * (`SELECT … FOR UPDATE` in one transaction), so writers racing on one plant cannot starve one
+   * another through failed compare-and-sets. Every statement goes through the breaker.
+   */
+  async #conditionally(
+    id: bigint,
+    ifMatch: IfMatch,
+    missing: WriteOutcome,
+    plan: (row: PlantRow) => { outcome: WriteOutcome; write?: AnnouncingWrite },
+  ): Promise<WriteOutcome> {
+    type Plan = { outcome: WriteOutcome; write?: AnnouncingWrite };
+    const decide = (row: PlantRow | undefined): Plan => {
+      if (row === undefined) return { outcome: missing };
+      const current = plantFromRow(row);
+      if (!ifMatchHolds(ifMatch, current)) return { outcome: { outcome: "precondition_failed", current } };
+      return plan(row);
+    };
+    const optimistic = decide(await this.#row(id));
+    const write = optimistic.write;
+    if (write === undefined) return optimistic.outcome;
+    const written = await this.#breaker.call(() => this.#announcing(this.#pool, write));
+    if (written.changed) return this.#announced(written, optimistic.outcome);
+    const locked = await this.#breaker.call(() =>
+      inTransaction(this.#pool, async (client) => {
+        const { rows } = await client.query<PlantRow>("SELECT id, name, tag FROM plants WHERE id = $1 FOR UPDATE", [
+          id,
+        ]);
+        const decided = decide(rows[0]);
+        if (decided.write === undefined) return { decided, written: { changed: false, events: false } };
+        return { decided, written: await this.#announcing(client, decided.write) };
+      }),
+    );
+    // Announced only once committed: the dispatcher would otherwise look before the event is there.
+    return this.#announced(locked.written, locked.decided.outcome);
+  }
+
+  #announced<T>(written: { events: boolean }, outcome: T): T {
+    if (written.events) for (const listener of this.#eventListeners) listener();
+    return outcome;
+  }
+
+  /**
+   * One ANNOUNCING statement: whether it changed a row and wrote an event. Never repeated on a
+   * broken connection (#withRetry): whether it committed would be unknown, and a repeated
    * compare-and-set would fail on its own write.
    */
   async #announcing(
-    statement: string,
-    name: string,
-    type: WebhookEventType,
-    data: string,
-    values: unknown[],
-  ): Promise<boolean> {
+    db: Pool | PoolClient,
+    { statement, name, type, data, values }: AnnouncingWrite,
+  ): Promise<{ changed: boolean; events: boolean }> {
     const now = Date.now();
-    const rows = await this.#breaker.call(() =>
-      query<{ changed: bigint; events: bigint }>(
-        this.#pool,
-        statement,
-        [type, newMessageId(), eventEnvelope(type, now, data), now, ...values],
+    let rows: Array<{ changed: bigint; events: bigint }>;
+    try {
+      ({ rows } = await db.query<{ changed: bigint; events: bigint }>({
         name,
-      ),
-    );
-    const [row] = rows;
-    if ((row?.events ?? 0n) > 0n) for (const listener of this.#eventListeners) listener();
-    return (row?.changed ?? 0n) > 0n;
+        text: statement,
+        values: [type, newMessageId(), eventEnvelope(type, now, data), now, ...values],
+      }));
+    } catch (error) {
+      throw asStoreError(error);
+    }
+    return { changed: (rows[0]?.changed ?? 0n) > 0n, events: (rows[0]?.events ?? 0n) > 0n };
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {

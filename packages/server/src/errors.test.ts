@@ -15,8 +15,11 @@ const CODE_BY_STATUS: Record<number, string> = {
   405: "METHOD_NOT_SUPPORTED",
   408: "TIMEOUT",
   409: "CONFLICT",
+  // 412 and 428 came with conditional writes (issue 26), after the hand-held table: trpc-to-openapi's codes.
+  412: "PRECONDITION_FAILED",
   413: "PAYLOAD_TOO_LARGE",
   415: "UNSUPPORTED_MEDIA_TYPE",
+  428: "PRECONDITION_REQUIRED",
   429: "TOO_MANY_REQUESTS",
   503: "SERVICE_UNAVAILABLE",
 };

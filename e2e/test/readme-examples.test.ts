@@ -142,6 +142,10 @@ describe("packages/server/README.md", () => {
   });
 });
 
+/** What a snippet says it prints: the comment after each `console.log(…);`, in order. */
+const shownByConsoleLog = (snippet: string) =>
+  [...snippet.matchAll(/console\.log\(.*\); \/\/ (.*)$/gm)].map((match) => match[1]!);
+
 describe("packages/client/README.md", () => {
   const store = useStore();
   const markdown = readme("packages/client/README.md");
@@ -156,6 +160,12 @@ describe("packages/client/README.md", () => {
     section(markdown, "`client.iteratePlants({ limit, after, tag }?, { signal }?)`"),
     "ts",
   );
+  const [reading, updating, replacing, deleting] = [
+    "`client.getPlant(id, { ifNoneMatch, signal }?)`",
+    "`client.updatePlant(id, patch, { ifMatch, signal })`",
+    '`client.replacePlant(id, plant, { ifMatch } | { ifNoneMatch: "*" })`',
+    "`client.deletePlant(id, { ifMatch, signal }?)`",
+  ].map((title) => codeBlocks(section(markdown, title), "ts")[0]);
   // The later snippets continue the first one: `store` is its client.
   const setup = `import { createPlantStoreClient } from "@plantstore/client";\nconst store = createPlantStoreClient({ baseUrl: ${JSON.stringify(EXAMPLE_URL)}, token: ${JSON.stringify(TOKEN)} });\n`;
 
@@ -169,6 +179,10 @@ describe("packages/client/README.md", () => {
       // Pages of 2, so the loop follows `next` more than once.
       "paging.ts": setup + paging!.replace("limit: 50", "limit: 2"),
       "iterating.ts": setup + iterating!,
+      "reading.ts": setup + reading!,
+      "updating.ts": setup + updating!,
+      "replacing.ts": setup + replacing!,
+      "deleting.ts": setup + deleting!,
     };
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
@@ -196,6 +210,10 @@ describe("packages/client/README.md", () => {
     expect(errors).toBeDefined();
     expect(paging).toContain("page.next");
     expect(iterating).toContain("iteratePlants");
+    expect(reading).toContain("ifNoneMatch");
+    expect(updating).toContain("PlantStorePreconditionFailedError");
+    expect(replacing).toContain('ifNoneMatch: "*"');
+    expect(deleting).toContain("ifMatch");
   });
 
   it("the first snippet type-checks, runs, and prints what its comment says", async () => {
@@ -215,6 +233,33 @@ describe("packages/client/README.md", () => {
       env: cleanEnv({ PLANTSTORE_TOKEN: "not-a-token" }),
     });
     expect(refused).toMatchObject({ code: 0, stderr: "401 40101 the bearer token is not valid\n" });
+  });
+
+  it("the revision snippets read, patch, replace and delete, printing what their comments say", async () => {
+    const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
+    const snippets = {
+      "reading.ts": reading!,
+      "updating.ts": updating!,
+      "replacing.ts": replacing!,
+      "deleting.ts": deleting!,
+    };
+    for (const [file, snippet] of Object.entries(snippets)) {
+      const stdout = await runOk(process.execPath, [file], { cwd: project, env: cleanEnv() });
+      // Node prints strings with single quotes where the comments write JSON-like double ones.
+      const lines = stdout
+        .replaceAll("'", '"')
+        .split("\n")
+        .filter((line) => line !== "");
+      expect(lines, file).toEqual(shownByConsoleLog(snippet));
+    }
+    // The snippets' effects, read back: the patch removed the tag, the replacement added one, the deletion deleted.
+    await expect(client.getPlant(13n)).resolves.toMatchObject({ plant: { id: 13n, name: "Sweet basil" } });
+    await expect(client.getPlant(14n)).resolves.toMatchObject({
+      plant: { id: 14n, name: "Aloe vera", tag: "succulent" },
+    });
+    await expect(client.getPlant(15n)).rejects.toSatisfy(
+      (error) => error instanceof PlantStoreError && error.status === 404,
+    );
   });
 
   it("the paging snippets walk every fern, page by page and as one iteration", async () => {
@@ -283,6 +328,14 @@ describe("apps/cli/README.md", () => {
       expect(whoami).toBeDefined();
       const stdout = await bash("plantstore whoami", { dir: store.dir, url: store.server.url, env });
       expect(anyIdOrTime(stdout)).toBe(anyIdOrTime(whoami!));
+
+      // The block updated plant 42 twice: its revision from before, as the update section sends it, is stale.
+      const updateSection = section(markdown, "`plantstore plants update <id>`");
+      const [stale] = codeBlocks(updateSection, "sh");
+      const [refusal] = codeBlocks(updateSection, "text");
+      expect(stale).toContain("--if-match");
+      const refused = await run("bash", ["-c", stale!], { cwd: store.dir, env: cleanEnv(env) });
+      expect(refused).toMatchObject({ code: 1, stdout: "", stderr: refusal });
     },
   );
 });

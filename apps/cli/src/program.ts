@@ -3,7 +3,9 @@ import { Command, CommanderError } from "commander";
 
 import { addPlantsCreateCommand } from "./commands/plants-create.ts";
 import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
+import { addPlantsGetCommand } from "./commands/plants-get.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
+import { addPlantsUpdateCommand } from "./commands/plants-update.ts";
 import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
@@ -21,6 +23,8 @@ function createProgram(io: Io): Command {
   const plants = program.command("plants").description("Work with plants.");
   addPlantsCreateCommand(plants, io);
   addPlantsListCommand(plants, io);
+  addPlantsGetCommand(plants, io);
+  addPlantsUpdateCommand(plants, io);
   addPlantsDeleteCommand(plants, io);
   addWhoAmICommand(program, io);
   return program;

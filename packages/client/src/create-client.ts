@@ -1,10 +1,14 @@
-import { type NewPlant, type Plant, stringifyJsonLossless, type WhoAmI } from "@plantstore/schema";
+import { type NewPlant, type Plant, type PlantPatch, stringifyJsonLossless, type WhoAmI } from "@plantstore/schema";
 
-import { deletePlant } from "./delete-plant.ts";
+import { deletePlant, type DeletePlantOptions } from "./delete-plant.ts";
+import { getPlant, type GetPlantOptions, type GetPlantResult } from "./get-plant.ts";
 import { iteratePlants, listPlants, type ListPlantsOptions, type PlantPage } from "./list-plants.ts";
 import { type NewPlantInput, toNewPlant } from "./new-plant-input.ts";
+import type { PlantRevision } from "./plant-revision.ts";
 import { readPlantResponse } from "./read-response.ts";
+import { type ReplacedPlant, replacePlant, type ReplacePlantOptions } from "./replace-plant.ts";
 import { createConnection } from "./send-request.ts";
+import { updatePlant, type UpdatePlantOptions } from "./update-plant.ts";
 import { whoAmI } from "./whoami.ts";
 
 export type PlantStoreClientOptions = {
@@ -30,8 +34,32 @@ export type PlantStoreClient = {
     options?: ListPlantsOptions,
     requestOptions?: RequestOptions,
   ): AsyncGenerator<NewPlant, void, undefined>;
-  /** `DELETE /plants/{id}`: resolves on 204; rejects with PlantStoreError 404 when no such plant is stored. */
-  deletePlant(id: bigint | number, options?: RequestOptions): Promise<void>;
+  /**
+   * `GET /plants/{id}`: the plant and the ETag of its revision (`{ notModified: false, plant, etag }`);
+   * rejects with PlantStoreError 404 when no such plant is stored.
+   */
+  getPlant(
+    id: bigint | number,
+    options?: RequestOptions & { ifNoneMatch?: undefined },
+  ): Promise<GetPlantResult & { notModified: false }>;
+  /** With `ifNoneMatch`: `{ notModified: true, etag }` (304) when the plant is still one of those revisions. */
+  getPlant(id: bigint | number, options: GetPlantOptions): Promise<GetPlantResult>;
+  /**
+   * `PATCH /plants/{id}` (JSON merge patch, RFC 7396: a key left out keeps the field, `tag: null`
+   * removes the tag): resolves with the plant as changed and its new ETag;
+   * rejects with PlantStorePreconditionFailedError (412) when the plant is no longer the `ifMatch` revision.
+   */
+  updatePlant(id: bigint | number, patch: PlantPatch, options: UpdatePlantOptions): Promise<PlantRevision>;
+  /**
+   * `PUT /plants/{id}`: replaces the `ifMatch` revision, or creates the plant with `ifNoneMatch: "*"`
+   * (`created: true`); 412 when the plant changed, or the id is taken (create) or free (replace).
+   */
+  replacePlant(id: bigint | number, plant: Plant, options: ReplacePlantOptions): Promise<ReplacedPlant>;
+  /**
+   * `DELETE /plants/{id}`: resolves on 204; rejects with PlantStoreError 404 when no such plant is
+   * stored, and with PlantStorePreconditionFailedError (412) when `ifMatch` no longer names it.
+   */
+  deletePlant(id: bigint | number, options?: DeletePlantOptions): Promise<void>;
   /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
   whoAmI(options?: RequestOptions): Promise<WhoAmI>;
 };
@@ -81,7 +109,12 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
     listPlants: (listOptions = {}, requestOptions = {}) => listPlants(connection, listOptions, requestOptions.signal),
     iteratePlants: (listOptions = {}, requestOptions = {}) =>
       iteratePlants(connection, listOptions, requestOptions.signal),
-    deletePlant: (id, requestOptions = {}) => deletePlant(connection, id, requestOptions.signal),
+    // One implementation for both overloads: without ifNoneMatch the answer is never a 304.
+    getPlant: ((id: bigint | number, options: GetPlantOptions = {}) =>
+      getPlant(connection, id, options)) as PlantStoreClient["getPlant"],
+    updatePlant: (id, patch, options) => updatePlant(connection, id, patch, options),
+    replacePlant: (id, plant, options) => replacePlant(connection, id, plant, options),
+    deletePlant: (id, options = {}) => deletePlant(connection, id, options),
     whoAmI: (requestOptions = {}) => whoAmI(connection, requestOptions.signal),
   };
 }

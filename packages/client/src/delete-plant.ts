@@ -1,29 +1,25 @@
-import { PlantId } from "@plantstore/schema";
-
+import { conditionHeader, type EntityTags } from "./entity-tag.ts";
 import { throwErrorResponse } from "./error-response.ts";
-import { PlantStoreInputError, PlantStoreProtocolError } from "./errors.ts";
-import { toPlantId } from "./plant-id.ts";
+import { PlantStoreProtocolError } from "./errors.ts";
+import { toPathId } from "./plant-id.ts";
 import type { Connection } from "./send-request.ts";
 
-function toId(id: bigint | number): bigint {
-  const parsed = PlantId.safeParse(toPlantId(id, "id", "id"));
-  if (!parsed.success) {
-    throw new PlantStoreInputError(
-      parsed.error.issues.map((issue) => ({ path: "id", message: issue.message })),
-      "id",
-    );
-  }
-  return parsed.data;
-}
+export type DeletePlantOptions = {
+  /** Delete only the revision this ETag names: the server refuses (412) when the plant changed since. */
+  ifMatch?: EntityTags;
+  signal?: AbortSignal;
+};
 
 /** `DELETE /plants/{id}`: resolves on 204; the id is free for a new plant afterwards. */
 export async function deletePlant(
   connection: Connection,
   id: bigint | number,
-  signal: AbortSignal | undefined,
+  options: DeletePlantOptions,
 ): Promise<void> {
-  const url = connection.url(`/plants/${toId(id)}`);
-  const response = await connection.send(url, { method: "DELETE", signal });
+  const url = connection.url(`/plants/${toPathId(id)}`);
+  const headers: Record<string, string> = {};
+  if (options.ifMatch !== undefined) headers["If-Match"] = conditionHeader(options.ifMatch, "ifMatch");
+  const response = await connection.send(url, { method: "DELETE", headers, signal: options.signal });
   const { status } = response;
   if (status === 204) {
     // No body is expected; release the connection without reading one.

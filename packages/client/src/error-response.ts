@@ -27,11 +27,22 @@ async function readBodyText(response: Response): Promise<string> {
  * The body of an answer whose only success is 200, parsed as JSON (`parse`: lossless where ids
  * can exceed 2^53); any other 2xx is a protocol error, an error status throws its typed error.
  */
-export async function readJson200(response: Response, parse: (text: string) => unknown): Promise<unknown> {
+export function readJson200(response: Response, parse: (text: string) => unknown): Promise<unknown> {
+  return readJsonOn(response, [200], parse);
+}
+
+/** As readJson200, for an operation whose successes are `statuses` (PUT: 200 replaced, 201 created). */
+export async function readJsonOn(
+  response: Response,
+  statuses: readonly number[],
+  parse: (text: string) => unknown,
+): Promise<unknown> {
   const { status } = response;
-  if (status !== 200) {
+  if (!statuses.includes(status)) {
     if (status >= 200 && status < 300)
-      throw new PlantStoreProtocolError(`HTTP ${status}: expected 200 or an error status`, { status });
+      throw new PlantStoreProtocolError(`HTTP ${status}: expected ${statuses.join(" or ")} or an error status`, {
+        status,
+      });
     return throwErrorResponse(response);
   }
   const text = await readBodyText(response);

@@ -55,6 +55,33 @@ export class PlantStoreRateLimitError extends PlantStoreError {
   }
 }
 
+/**
+ * 412: the plant changed since the entity tag sent in `If-Match` (someone else wrote it meanwhile),
+ * or `If-None-Match: *` found the id taken. Nothing was written: read the plant again and retry.
+ */
+export class PlantStorePreconditionFailedError extends PlantStoreError {
+  /**
+   * The plant's current `ETag`, from the answer's header (what a re-read would answer), or
+   * undefined when the server sent none: no plant is stored under the id.
+   */
+  readonly currentETag: string | undefined;
+
+  constructor(code: number, message: string, currentETag: string | undefined) {
+    super(412, code, message);
+    this.currentETag = currentETag;
+  }
+}
+
+/**
+ * 428: a change that could overwrite another was sent without `If-Match` (RFC 6585 §3). This
+ * client always sends a precondition with updatePlant and replacePlant: something between dropped it.
+ */
+export class PlantStorePreconditionRequiredError extends PlantStoreError {
+  constructor(code: number, message: string) {
+    super(428, code, message);
+  }
+}
+
 /** `Retry-After` is delay-seconds or an HTTP-date (RFC 9110 §10.2.3); either becomes seconds from now. */
 function retryAfterSeconds(value: string | null): number | undefined {
   if (value === null) return undefined;
@@ -63,7 +90,7 @@ function retryAfterSeconds(value: string | null): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
-/** The typed error for an `Error` body: a subclass for 401, 403 and 429, else PlantStoreError. */
+/** The typed error for an `Error` body: a subclass for 401, 403, 412, 428 and 429, else PlantStoreError. */
 export function toPlantStoreError(status: number, code: number, message: string, headers: Headers): PlantStoreError {
   const challenge = headers.get("www-authenticate") ?? undefined;
   switch (status) {
@@ -77,6 +104,10 @@ export function toPlantStoreError(status: number, code: number, message: string,
         scope === undefined ? [] : scope.split(" ").filter((s) => s.length > 0),
       );
     }
+    case 412:
+      return new PlantStorePreconditionFailedError(code, message, headers.get("etag") ?? undefined);
+    case 428:
+      return new PlantStorePreconditionRequiredError(code, message);
     case 429:
       return new PlantStoreRateLimitError(code, message, retryAfterSeconds(headers.get("retry-after")));
     default:

@@ -1,4 +1,4 @@
-import { toInt64 } from "@plantstore/schema";
+import { PlantId, toInt64 } from "@plantstore/schema";
 
 import { PlantStoreInputError } from "./errors.ts";
 
@@ -15,4 +15,16 @@ export function toPlantId(id: unknown, path: string, subject?: string): unknown 
   } catch (error) {
     throw new PlantStoreInputError([{ path, message: (error as Error).message }], subject);
   }
+}
+
+/** The id of `/plants/{id}`: a bigint, or a safe-integer number; anything else is refused before sending. */
+export function toPathId(id: bigint | number): bigint {
+  const parsed = PlantId.safeParse(toPlantId(id, "id", "id"));
+  if (!parsed.success) {
+    throw new PlantStoreInputError(
+      parsed.error.issues.map((issue) => ({ path: "id", message: issue.message })),
+      "id",
+    );
+  }
+  return parsed.data;
 }

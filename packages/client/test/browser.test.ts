@@ -34,10 +34,11 @@ type Outcome =
         code: unknown;
         codeName: unknown;
         message: string;
+        currentETag?: unknown;
       };
     };
 
-type ClientMethod = "createPlant" | "listPlants" | "deletePlant";
+type ClientMethod = "createPlant" | "listPlants" | "deletePlant" | "getPlant" | "updatePlant";
 
 /** Uncaught page errors and requests that got no response at all (a CORS refusal is one). */
 type PageRecord = { errors: string[]; failed: string[] };
@@ -85,7 +86,7 @@ async function callInPage(page: Page, baseUrl: string, method: ClientMethod, ...
       const invoke = store[method].bind(store) as (...a: unknown[]) => Promise<unknown>;
       return invoke(...args.map(revive)).then(
         (value) => ({ resolved: show(value) }),
-        (error: Error & { status?: unknown; code?: unknown; codeName?: unknown }) => ({
+        (error: Error & { status?: unknown; code?: unknown; codeName?: unknown; currentETag?: unknown }) => ({
           rejected: {
             isPlantStoreError: error instanceof client.PlantStoreError,
             name: error.name,
@@ -93,6 +94,7 @@ async function callInPage(page: Page, baseUrl: string, method: ClientMethod, ...
             code: error.code,
             codeName: error.codeName,
             message: error.message,
+            currentETag: error.currentETag,
           },
         }),
       );
@@ -183,6 +185,29 @@ describe("@plantstore/client's built ESM in chromium, against the real server by
     await expect(server.store.get(doomed - 1n)).resolves.toMatchObject({ id: doomed - 1n, name: "Ivy" });
     expect(await call("deletePlant", `${doomed}n`)).toMatchObject({
       rejected: { isPlantStoreError: true, status: 404, code: 40401, codeName: "PLANT_NOT_FOUND" },
+    });
+  });
+
+  it("getPlant reads the ETag the server exposes by CORS; updatePlant's If-Match and merge patch pass its preflight; a stale one rejects with the current ETag", async () => {
+    const id = ABOVE_2_53 + 10n;
+    expect(await call("createPlant", { id: `${id}n`, name: "Basil", tag: "herb" })).toEqual({
+      resolved: '{"name":"Basil","tag":"herb"}',
+    });
+    const read = await call("getPlant", `${id}n`);
+    const { etag } = JSON.parse((read as { resolved: string }).resolved) as { etag: string };
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    expect(read).toEqual({
+      resolved: JSON.stringify({ notModified: false, plant: { id: `${id}n`, name: "Basil", tag: "herb" }, etag }),
+    });
+    expect(await call("getPlant", `${id}n`, { ifNoneMatch: etag })).toEqual({
+      resolved: JSON.stringify({ notModified: true, etag }),
+    });
+    const changed = await call("updatePlant", `${id}n`, { tag: null }, { ifMatch: etag });
+    const { etag: current } = JSON.parse((changed as { resolved: string }).resolved) as { etag: string };
+    expect(changed).toEqual({ resolved: JSON.stringify({ plant: { id: `${id}n`, name: "Basil" }, etag: current }) });
+    await expect(server.store.get(id)).resolves.toEqual({ id, name: "Basil" });
+    expect(await call("updatePlant", `${id}n`, { name: "Thai basil" }, { ifMatch: etag })).toMatchObject({
+      rejected: { isPlantStoreError: true, status: 412, code: 41200, currentETag: current },
     });
   });
 

@@ -24,6 +24,9 @@ const CLIENT_METHOD = {
   "plants.create": "createPlant",
   "plants.list": "listPlants",
   "plants.delete": "deletePlant",
+  "plants.get": "getPlant",
+  "plants.update": "updatePlant",
+  "plants.replace": "replacePlant",
   "whoami.get": "whoAmI",
 } as const satisfies Record<ProcedurePath<AppRouter["_def"]["record"]>, keyof PlantStoreClient>;
 
@@ -34,6 +37,9 @@ const CALL: Record<OperationMethod, (client: PlantStoreClient) => Promise<unknow
   createPlant: (client) => client.createPlant({ id: 7, name: "Monstera" }),
   listPlants: (client) => client.listPlants(),
   deletePlant: (client) => client.deletePlant(7),
+  getPlant: (client) => client.getPlant(7),
+  updatePlant: (client) => client.updatePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
+  replacePlant: (client) => client.replacePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
   whoAmI: (client) => client.whoAmI(),
 };
 

@@ -56,8 +56,10 @@ export type NewPlant = z.infer<typeof NewPlant>;
 
 /**
  * The body of `PATCH /plants/{id}`, a JSON merge patch (RFC 7396): a field left out keeps its
- * value, `"tag": null` removes the tag, and what is sent follows NewPlant's rules. Unknown fields
- * are ignored as in `POST /plants`; an `id` is refused by the server, as the path names the plant.
+ * value, `"tag": null` removes the tag, and what is sent follows NewPlant's rules. Unlike
+ * `POST /plants` (which ignores unknown fields, as it always has), a patch with an unknown field
+ * is refused: a misspelt `"nmae"` would otherwise answer 200 and change nothing, a lost update in
+ * all but name. An `id` is refused by the server too, as the path names the plant.
  */
 export const PlantPatch = z
   .object({
@@ -66,5 +68,6 @@ export const PlantPatch = z
       .optional()
       .meta({ description: "A tag that specifies the type of the plant; null removes it" }),
   })
+  .strict()
   .meta({ id: "PlantPatch", examples: [{ tag: "outdoor" }] });
 export type PlantPatch = z.infer<typeof PlantPatch>;

@@ -172,3 +172,15 @@ describe("the settings table", () => {
     expect(tableCells(withConfigTable(readme))).toBe(tableCells(readme));
   });
 });
+
+describe("loadConfig: the change log's retention", () => {
+  it("reads <n>d, <n>h, <n>m and <n>s, 24 h by default, at least a minute", () => {
+    expect(loadConfig({}).changesRetention).toBe(86_400_000);
+    expect(loadConfig({ PLANTSTORE_CHANGES_RETENTION: "7d" }).changesRetention).toBe(7 * 86_400_000);
+    expect(loadConfig({ PLANTSTORE_CHANGES_RETENTION: "90m" }).changesRetention).toBe(5_400_000);
+    expect(loadConfig({ PLANTSTORE_CHANGES_RETENTION: "60s" }).changesRetention).toBe(60_000);
+    for (const bad of ["59s", "0h", "24", "1.5h", "-1h", "1w", "h"]) {
+      expect(() => loadConfig({ PLANTSTORE_CHANGES_RETENTION: bad })).toThrow(/PLANTSTORE_CHANGES_RETENTION/);
+    }
+  });
+});

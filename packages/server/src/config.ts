@@ -54,6 +54,16 @@ const rateLimit = (name: string) =>
       return { name, points: Number(points), windowSec: Number(window) };
     });
 
+/** A duration as `<n>d`, `<n>h`, `<n>m` or `<n>s` (e.g. `24h`), in milliseconds. */
+const Duration = (min: string, minMs: number) =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,6}[dhms]$/, { error: "must be <n>d, <n>h, <n>m or <n>s (e.g. 24h)" })
+    .transform(
+      (text) => Number(text.slice(0, -1)) * { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 }[text.at(-1)!]!,
+    )
+    .refine((ms) => ms >= minMs, { error: `must be at least ${min}` });
+
 const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
 export const DEFAULT_DATABASE_URL = "sqlite:./data/plantstore.db";
@@ -290,6 +300,12 @@ export const SETTINGS = {
     type: int(10, 3_600_000),
     default: "5000",
     help: "First retry delay; it doubles per attempt up to 6 h, with ±50% jitter.",
+  }),
+  changesRetention: setting({
+    env: "PLANTSTORE_CHANGES_RETENTION",
+    type: Duration("1m", 60_000),
+    default: "24h",
+    help: "How long the change log keeps a change (`<n>d`, `<n>h`, `<n>m` or `<n>s`; at least `1m`): a `GET /plants/events` client may resume after any position this recent; one older gets `event: reset` and re-lists. The newest change is always kept. Every instance prunes about every tenth of this (at most every minute).",
   }),
   logLevel: setting({
     env: "PLANTSTORE_LOG_LEVEL",

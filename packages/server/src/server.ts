@@ -9,6 +9,7 @@ import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
+import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
@@ -245,6 +246,13 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   }
   server.listen(config.port, config.host);
   await once(server, "listening");
+  const pruner = startChangePruner({
+    store,
+    retentionMs: config.changesRetention,
+    logger: logger.child({ component: "changes" }),
+    clock: options.clock,
+  });
+  teardown.defer(() => pruner.stop());
   const dispatcher = startDispatcher({
     queue: store,
     policy: createOutboundPolicy(config.webhookAllowedHosts),

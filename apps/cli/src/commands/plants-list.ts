@@ -6,7 +6,7 @@ import { addConnectionOptions, connect, type ConnectionOptions, usageError } fro
 import type { Io } from "../io.ts";
 import { parseId } from "../parse-id.ts";
 import { parseLimit } from "../parse-limit.ts";
-import { printable } from "../printable.ts";
+import { plantLine } from "../plant-line.ts";
 
 type ListOptions = ConnectionOptions & {
   limit?: number;
@@ -15,10 +15,6 @@ type ListOptions = ConnectionOptions & {
   all?: boolean;
   json?: boolean;
 };
-
-function describePlant(plant: NewPlant): string {
-  return `${plant.id}: ${printable(plant.name)}${plant.tag === undefined ? "" : ` (${printable(plant.tag)})`}\n`;
-}
 
 /**
  * Prints pages as they arrive, so `--all` over a large store starts at once and holds one page in
@@ -32,7 +28,7 @@ function createPrinter(io: Io, json: boolean) {
       if (json) {
         for (const plant of plants) io.stdout(`${printed++ === 0 ? "[" : ","}${stringifyJsonLossless(plant)}`);
       } else {
-        io.stdout(plants.map(describePlant).join(""));
+        io.stdout(plants.map(plantLine).join(""));
         printed += plants.length;
       }
     },

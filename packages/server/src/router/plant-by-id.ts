@@ -206,7 +206,8 @@ export const plantByIdRouter = {
       requestBodyDescription: ({ bodyLimitBytes }) =>
         `A JSON merge patch of the plant (at most ${bodyLimitBytes} bytes), sent as \`application/merge-patch+json\`. ` +
         "`name` and `tag` follow the rules of `POST /plants`; `null` for `tag` removes it. `id` may not be sent (400): " +
-        "the path names the plant. Other unknown fields are ignored, as in `POST /plants`.",
+        "the path names the plant. Any other field is refused too (400), unlike `POST /plants`, which ignores unknown " +
+        "fields: a misspelt field would otherwise answer 200 and change nothing.",
       documentedBody: PlantPatch,
       successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
       errorHeaders: {
@@ -221,7 +222,8 @@ export const plantByIdRouter = {
         },
       },
     })
-    .input(PlantIdPath.extend(PlantPatch.shape))
+    // Strict like PlantPatch itself (the path's id joins the body's fields here).
+    .input(PlantIdPath.extend(PlantPatch.shape).strict())
     .output(NewPlant)
     .mutation(async ({ ctx, input }) => {
       const { id, ...change } = input;

@@ -183,6 +183,40 @@ export const migrations: ReadonlyArray<Migration> = [
     postgres: `ALTER TABLE webhook_subscribers ADD COLUMN events text[];
           ALTER TABLE webhook_events ADD COLUMN type text;`,
   },
+  {
+    version: 7,
+    name: "change log",
+    // One row per committed change of a plant (created, updated, deleted), written in the same
+    // transaction as the change: what GET /plants/events streams (src/changes/change-log.ts).
+    // Positions follow commit order: on SQLite the one writer serialises commits and a position
+    // is the next rowid; on PostgreSQL a sequence read under a lock held until commit (see
+    // postgres/change-positions.ts). Pruning keeps the newest row, so a position is never reused.
+    // `data` is the event's exact JSON, the same text the webhook events of the same change carry
+    // (bare, or as an envelope's `data`); they record the position they came from (change_position; no foreign key, as changes are
+    // pruned long before a failing delivery gives up).
+    sqlite: `CREATE TABLE plant_changes (
+            position     INTEGER PRIMARY KEY,
+            kind         TEXT NOT NULL,
+            plant_id     INTEGER NOT NULL,
+            data         TEXT NOT NULL,
+            tag          TEXT,
+            previous_tag TEXT,
+            at           INTEGER NOT NULL
+          ) STRICT;
+          ALTER TABLE webhook_events ADD COLUMN change_position INTEGER;`,
+    postgres: `CREATE SEQUENCE plant_changes_position AS bigint;
+          CREATE TABLE plant_changes (
+            position     bigint PRIMARY KEY,
+            kind         text NOT NULL,
+            plant_id     bigint NOT NULL,
+            data         text NOT NULL,
+            tag          text,
+            previous_tag text,
+            at           bigint NOT NULL
+          );
+          ALTER SEQUENCE plant_changes_position OWNED BY plant_changes.position;
+          ALTER TABLE webhook_events ADD COLUMN change_position bigint;`,
+  },
 ];
 
 /** For /readyz: how many migrations the database records, of those this build knows. */

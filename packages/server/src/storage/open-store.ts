@@ -1,6 +1,8 @@
 import { resolve } from "node:path";
 
+import type { ChangeLog } from "../changes/change-log.ts";
 import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
+import type { ChangeRetention } from "./change-rows.ts";
 import type { PlantStore } from "./plant-store.ts";
 import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl, type PostgresSettings } from "./postgres/pool.ts";
 import { PostgresStore } from "./postgres/postgres-store.ts";
@@ -47,7 +49,7 @@ function postgresSettings(databaseUrl: string, options: OpenStoreOptions): Postg
 export async function openStore(
   databaseUrl: string,
   options: OpenStoreOptions = {},
-): Promise<PlantStore & WebhookQueue> {
+): Promise<PlantStore & WebhookQueue & ChangeLog & ChangeRetention> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
     return PostgresStore.open({

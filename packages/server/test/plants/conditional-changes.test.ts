@@ -97,11 +97,12 @@ describe("PATCH /plants/{id}", () => {
     expect(await etagOf(id)).toBe(etag);
   });
 
-  it("ignores unknown fields as POST does: not stored, not echoed", async () => {
+  it("refuses an unknown field with 400 (40004) naming it, unlike POST, and changes nothing", async () => {
     const { id, etag } = await plant();
-    const response = await patch(id, '{"name":"Known","colour":"green"}', { "if-match": etag });
-    expect(response.status).toBe(200);
-    expect(response.text).toBe(`{"id":${id},"name":"Known","tag":"indoor"}`);
+    const response = await patch(id, '{"nmae":"Known"}', { "if-match": etag });
+    expectErrorShape(response, 400, 40004);
+    expect(message(response)).toContain("nmae");
+    expect(await etagOf(id)).toBe(etag);
   });
 
   it.each([

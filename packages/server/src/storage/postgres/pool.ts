@@ -75,6 +75,14 @@ function clientConfig(settings: PostgresSettings, { forMigrations = false } = {}
   };
 }
 
+/** A connection of its own that only LISTENs: no statement limit (it waits idle), a name in pg_stat_activity. */
+export function listenerClientConfig(settings: PostgresSettings): ClientConfig {
+  const config = clientConfig(settings, { forMigrations: true });
+  return new URL(settings.url).searchParams.has("application_name")
+    ? config
+    : { ...config, application_name: `${settings.applicationName ?? "plantstore"}-listen` };
+}
+
 export function createPostgresPool(settings: PostgresSettings): Pool {
   const pool = new Pool({
     ...clientConfig(settings),

@@ -1,11 +1,13 @@
 import type { NewPlant } from "@plantstore/schema";
-import type { Pool, PoolClient } from "pg";
+import type { Pool, PoolClient, QueryResultRow } from "pg";
 
+import type { Change, ChangeLog } from "../../changes/change-log.ts";
 import {
   DEFAULT_POSTGRES_BREAKER,
   PostgresBreaker,
   type PostgresBreakerSettings,
 } from "../../resilience/postgres-breaker.ts";
+import { CHANGE_COLUMNS, changeFromRow, type ChangeRetention, logBounds, type StoredChange } from "../change-rows.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { ifMatchHolds } from "../plant-etag.ts";
@@ -32,6 +34,8 @@ import {
 import type { AttemptRecord, ClaimedDelivery, WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { bigintArrayLiteral, textArrayLiteral } from "./array-literal.ts";
+import { ChangeNotifications } from "./change-notifications.ts";
+import { plantJsonSql, TAKE_POSITIONS } from "./change-positions.ts";
 import { migratePostgres } from "./migrations.ts";
 import {
   asStoreError,
@@ -60,30 +64,36 @@ export type PostgresStoreOptions = PostgresSettings & {
 
 type Stored = { name: string; tag: string | null };
 
-/** One of the ANNOUNCING statements with its name (prepared per connection), its event and its own values ($5 on). */
+/** One of the ANNOUNCING statements with its name (prepared per connection), its event and its own values ($6 on). */
 type AnnouncingWrite = { statement: string; name: string; type: WebhookEventType; data: string; values: unknown[] };
 
 /**
- * One statement writes a batch of plants and, for those that are new, their outbox events and
- * one delivery per active subscriber of new plants: atomic without an explicit transaction, one
- * round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an insert that meets a
- * concurrent, uncommitted insert of the same id waits for it to commit or roll back, so two
- * instances can never both create one id.
+ * One statement writes a batch of plants and, for those that are new, their changes (the change
+ * log), outbox events and one delivery per active subscriber of new plants: atomic without an
+ * explicit transaction, one round trip. `ON CONFLICT DO NOTHING` lets the primary key decide; an
+ * insert that meets a concurrent, uncommitted insert of the same id waits for it to commit or roll
+ * back, so two instances can never both create one id.
+ *
+ * The changes take their positions under the change lock (./change-positions.ts) only once every
+ * plant of the batch is written (`positioned` counts `inserted` first), so the lock is held for
+ * the rest of this statement and its commit, never while waiting on a row. Each change's data is
+ * built here from the row (plantJsonSql), and its webhook events carry that same text and its
+ * position: one change, one JSON, for the feed and the webhooks alike.
  *
  * Subscribers added without event types (`events` NULL) get the bare plant JSON, as before event
  * types existed; those that chose plant.created get it in a Standard Webhooks envelope, built here
- * from the same JSON ($7 is the change's time in RFC 3339), under a message id of its own.
+ * from the same JSON ($6 is the change's time in RFC 3339), under a message id of its own.
  *
- * The events' message ids and payloads ($4, $5) are only built when the last batch saw an active
- * subscriber of new plants: without subscribers they cost more client CPU than the rest of the
- * batch. A batch sent without them that finds a subscriber after all (one was added meanwhile)
- * stores nothing (`go` is false) and says so (`subscribed`), and is sent again with them. Whether
- * there are subscribers is read once, in the statement's snapshot, exactly as when they are always sent.
+ * The events' message ids ($4) are only built when the last batch saw an active subscriber of new
+ * plants: without subscribers they cost more client CPU than the rest of the batch. A batch sent
+ * without them that finds a subscriber after all (one was added meanwhile) stores nothing (`go` is
+ * false) and says so (`subscribed`), and is sent again with them. Whether there are subscribers is
+ * read once, in the statement's snapshot, exactly as when they are always sent.
  */
 const INSERT_BATCH = `
   WITH input AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])
-      AS t(id, name, tag, message_id, payload)
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY
+      AS t(id, name, tag, message_id, ord)
   ), subscribers AS (
     SELECT id, events IS NULL AS bare FROM webhook_subscribers
     WHERE active AND (events IS NULL OR 'plant.created' = ANY (events))
@@ -93,34 +103,68 @@ const INSERT_BATCH = `
     INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input WHERE (SELECT ok FROM go)
     ON CONFLICT (id) DO NOTHING
     RETURNING id
+  ), positioned AS (
+    SELECT ${TAKE_POSITIONS} FROM (SELECT count(*) AS n FROM inserted) AS written WHERE n > 0
+  ), changes AS (
+    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+    SELECT nextval('plant_changes_position'), 'plant.created', id, ${plantJsonSql("id", "name", "tag")}, tag, NULL, $5
+    FROM input JOIN inserted USING (id)
+    WHERE EXISTS (SELECT FROM positioned)
+    ORDER BY ord
+    RETURNING position, plant_id, data
   ), events AS (
-    INSERT INTO webhook_events (message_id, type, payload, created_at)
-    SELECT input.message_id, NULL, input.payload, $6::bigint FROM input JOIN inserted USING (id)
+    INSERT INTO webhook_events (message_id, type, payload, created_at, change_position)
+    SELECT input.message_id, NULL, changes.data, $5::bigint, changes.position
+    FROM changes JOIN input ON input.id = changes.plant_id
     WHERE EXISTS (SELECT 1 FROM subscribers WHERE bare)
     UNION ALL
     SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'plant.created',
-           '{"type":"plant.created","timestamp":"' || $7::text || '","data":' || input.payload || '}', $6::bigint
-    FROM input JOIN inserted USING (id)
+           '{"type":"plant.created","timestamp":"' || $6::text || '","data":' || changes.data || '}', $5::bigint,
+           changes.position
+    FROM changes
     WHERE EXISTS (SELECT 1 FROM subscribers WHERE NOT bare)
     RETURNING id, type
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
-    SELECT events.id, subscribers.id, 'pending', $6, $6 FROM events JOIN subscribers ON (events.type IS NULL) = subscribers.bare
+    SELECT events.id, subscribers.id, 'pending', $5, $5 FROM events JOIN subscribers ON (events.type IS NULL) = subscribers.bare
   )
   SELECT id, NULL::bigint AS events, NULL::boolean AS subscribed FROM inserted
   UNION ALL
   SELECT NULL, (SELECT count(*) FROM events), EXISTS (SELECT 1 FROM subscribers)`;
 
 /**
- * A change of plants ($5 on) and, when it changed a row and someone chose its event type ($1),
- * the event (message id $2, payload $3, at $4) and its deliveries: one statement, so one commit.
+/**
+ * Prunes from the oldest position up to the first change still within the retention (or, when
+ * none is, up to the newest, which stays): a walk of the primary key over what it deletes only.
+ */
+const PRUNE_CHANGES = `
+  DELETE FROM plant_changes WHERE position IN (
+    SELECT position FROM plant_changes
+    WHERE position < coalesce(
+      (SELECT position FROM plant_changes WHERE at >= $1 ORDER BY position LIMIT 1),
+      (SELECT max(position) FROM plant_changes))
+    ORDER BY position LIMIT $2)`;
+
+/**
+ * A change of a plant ($6 on; it returns the plant's id, its tag after and before) in one
+ * statement, so one commit, with its change ($1 kind, $5 data, $4 time; its position taken once
+ * the row is written, see ./change-positions.ts) and, when someone chose its event type, the
+ * event (message id $2, payload $3: an envelope of the same data) carrying the change's position,
+ * and its deliveries.
  */
 const ANNOUNCING = (change: string) => `
-  WITH changed AS (${change}), subscribers AS (
+  WITH changed AS (${change}), positioned AS (
+    SELECT ${TAKE_POSITIONS} FROM changed
+  ), changes AS (
+    INSERT INTO plant_changes (position, kind, plant_id, data, tag, previous_tag, at)
+    SELECT nextval('plant_changes_position'), $1, changed.id, $5, changed.tag, changed.previous_tag, $4
+    FROM changed, positioned
+    RETURNING position
+  ), subscribers AS (
     SELECT id FROM webhook_subscribers WHERE active AND $1::text = ANY (events)
   ), events AS (
-    INSERT INTO webhook_events (message_id, type, payload, created_at)
-    SELECT $2, $1, $3, $4 FROM changed WHERE EXISTS (SELECT 1 FROM subscribers)
+    INSERT INTO webhook_events (message_id, type, payload, created_at, change_position)
+    SELECT $2, $1, $3, $4, changes.position FROM changes WHERE EXISTS (SELECT 1 FROM subscribers)
     RETURNING id
   ), deliveries AS (
     INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
@@ -133,19 +177,20 @@ const ANNOUNCING = (change: string) => `
  * against. The tag is a digest of exactly these fields, so "same content" is "same ETag", and
  * under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock evaluates its
  * WHERE again on the row that writer committed: of writers holding one ETag, exactly one matches,
- * on every instance.
+ * on every instance. The change is recorded in the same statement, its position taken once the
+ * row is written (./change-positions.ts).
  */
 const UPDATE_IF_UNCHANGED = ANNOUNCING(`
-  UPDATE plants SET name = $8, tag = $9
-  WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7
-  RETURNING id`);
+  UPDATE plants SET name = $9, tag = $10
+  WHERE id = $6 AND name = $7 AND tag IS NOT DISTINCT FROM $8
+  RETURNING id, tag, $8::text AS previous_tag`);
 
 /** The same compare-and-set for a conditional delete. */
 const DELETE_IF_UNCHANGED = ANNOUNCING(
-  "DELETE FROM plants WHERE id = $5 AND name = $6 AND tag IS NOT DISTINCT FROM $7 RETURNING id",
+  "DELETE FROM plants WHERE id = $6 AND name = $7 AND tag IS NOT DISTINCT FROM $8 RETURNING id, NULL::text AS tag, tag AS previous_tag",
 );
 
-const DELETE = ANNOUNCING("DELETE FROM plants WHERE id = $5 RETURNING id");
+const DELETE = ANNOUNCING("DELETE FROM plants WHERE id = $6 RETURNING id, NULL::text AS tag, tag AS previous_tag");
 
 // A plant can be deleted and created again by others between our two statements; a handful of
 // rounds always settles that in practice, and a bound keeps a pathological case from spinning.
@@ -159,17 +204,19 @@ const MAX_SETTLE_ROUNDS = 8;
  * flush with `synchronous_commit=on`). Up to `maxBatchesInFlight` batches run at once on separate
  * connections.
  */
-export class PostgresStore implements PlantStore, WebhookQueue {
+export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, ChangeRetention {
   readonly #pool: Pool;
   readonly #breaker: PostgresBreaker;
   readonly #webhooks: PostgresWebhookQueue;
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
+  readonly #notifications: ChangeNotifications;
   // Whether the last batch found an active subscriber: the next one then carries its events.
   #subscribersSeen = true;
 
   private constructor(pool: Pool, options: PostgresStoreOptions) {
     this.#pool = pool;
+    this.#notifications = new ChangeNotifications(options);
     const breaker = { ...DEFAULT_POSTGRES_BREAKER, ...options.breaker };
     this.#breaker = new PostgresBreaker(options, {
       ...breaker,
@@ -181,6 +228,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           // Readiness says so at once, and stays 503 until a write or its probe succeeds again.
           options.writeHealth?.fail(error);
         }
+        // The database answers again: the listening connection may have died silently meanwhile.
+        if (state === "closed") this.#notifications.reconnect();
         breaker.onStateChange?.(state, reason);
       },
     });
@@ -285,7 +334,6 @@ export class PostgresStore implements PlantStore, WebhookQueue {
           textArrayLiteral(plants.map((p) => p.name)),
           textArrayLiteral(plants.map((p) => p.tag)),
           withEvents ? textArrayLiteral(plants.map(() => newMessageId())) : null,
-          withEvents ? textArrayLiteral(plants.map((p) => newPlantPayload(p))) : null,
           now,
           new Date(now).toISOString(),
         ],
@@ -306,6 +354,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     // Sent without events but a subscriber was there: nothing was stored; again, with them.
     if (subscribed && !withEvents) return this.#insert(plants);
     if (events > 0n) for (const listener of this.#eventListeners) listener();
+    if (created.size > 0) this.#notifications.wake();
     return created;
   }
 
@@ -379,8 +428,8 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     // `*` holds for any stored plant: an unconditional delete (a missing plant is not_found either way).
     if (ifMatch === undefined || ifMatch === "*") {
       const write = { statement: DELETE, name: "plants_delete", type: "plant.deleted" as const, data, values: [id] };
-      const { changed } = await this.#breaker.call(() => this.#announcing(this.#pool, write));
-      return changed ? "deleted" : "not_found";
+      const written = await this.#breaker.call(() => this.#announcing(this.#pool, write));
+      return this.#announced(written, written.changed ? "deleted" : "not_found");
     }
     const outcome = await this.#conditionally(id, ifMatch, { outcome: "not_found" }, (row) => ({
       outcome: { outcome: "written", plant: plantFromRow(row), created: false },
@@ -394,6 +443,55 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     }));
     if (outcome.outcome === "written") return "deleted";
     return outcome.outcome === "not_found" ? "not_found" : outcome;
+  }
+
+  async changesAfter(after: bigint, limit: number): Promise<Change[]> {
+    this.#refuseWhenClosed();
+    const rows = await this.#read<StoredChange>(
+      "changes_after",
+      `SELECT ${CHANGE_COLUMNS} FROM plant_changes WHERE position > $1 ORDER BY position LIMIT $2`,
+      [after, limit],
+    );
+    return rows.map(changeFromRow);
+  }
+
+  async head(): Promise<bigint> {
+    this.#refuseWhenClosed();
+    const [row] = await this.#read<{ head: bigint | null }>(
+      "changes_head",
+      "SELECT max(position) AS head FROM plant_changes",
+    );
+    return row?.head ?? 0n;
+  }
+
+  async oldest(): Promise<bigint> {
+    this.#refuseWhenClosed();
+    const [row] = await this.#read<{ lowest: bigint | null; highest: bigint | null }>(
+      "changes_bounds",
+      "SELECT min(position) AS lowest, max(position) AS highest FROM plant_changes",
+    );
+    return logBounds(row?.lowest ?? null, row?.highest ?? null).oldest;
+  }
+
+  onChange(listener: () => void): () => void {
+    return this.#notifications.subscribe(listener);
+  }
+
+  async pruneChanges(before: number, limit: number): Promise<number> {
+    this.#refuseWhenClosed();
+    const result = await this.#breaker.call(async () => {
+      try {
+        return await this.#pool.query(PRUNE_CHANGES, [before, limit]);
+      } catch (error) {
+        throw asStoreError(error);
+      }
+    });
+    return result.rowCount ?? 0;
+  }
+
+  /** A read of the change log, prepared once per connection, through the breaker. */
+  #read<R extends QueryResultRow>(name: string, text: string, values: unknown[] = []): Promise<R[]> {
+    return this.#breaker.call(() => this.#withRetry(() => query<R>(this.#pool, text, values, name)));
   }
 
   /**
@@ -435,8 +533,10 @@ export class PostgresStore implements PlantStore, WebhookQueue {
     return this.#announced(locked.written, locked.decided.outcome);
   }
 
-  #announced<T>(written: { events: boolean }, outcome: T): T {
+  /** Wakes the dispatcher for new events and the feed for a new change, once the write committed. */
+  #announced<T>(written: { changed: boolean; events: boolean }, outcome: T): T {
     if (written.events) for (const listener of this.#eventListeners) listener();
+    if (written.changed) this.#notifications.wake();
     return outcome;
   }
 
@@ -455,7 +555,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
       ({ rows } = await db.query<{ changed: bigint; events: bigint }>({
         name,
         text: statement,
-        values: [type, newMessageId(), eventEnvelope(type, now, data), now, ...values],
+        values: [type, newMessageId(), eventEnvelope(type, now, data), now, data, ...values],
       }));
     } catch (error) {
       throw asStoreError(error);
@@ -559,6 +659,7 @@ export class PostgresStore implements PlantStore, WebhookQueue {
   async close(): Promise<void> {
     if (this.#creations.closed) return;
     await this.#creations.close();
+    this.#notifications.close();
     this.#breaker.dispose();
     await this.#pool.end();
   }

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 
+import type { ChangeKind } from "../../changes/change-log.ts";
 import type { ItemFailure } from "../group-commit.ts";
 import { ifMatchHolds } from "../plant-etag.ts";
 import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
@@ -34,7 +35,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
   const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
-  const remove = db.prepare("DELETE FROM plants WHERE id = ?");
+  const remove = db.prepare("DELETE FROM plants WHERE id = ? RETURNING tag");
   const rewrite = db.prepare("UPDATE plants SET name = ?, tag = ? WHERE id = ?");
   // Who is listening, read once per batch that writes anything to announce: bare (legacy)
   // subscribers of new plants, and those that chose each event type.
@@ -44,7 +45,21 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
      FROM webhook_subscribers WHERE active = 1`,
   );
   const insertEvent = db.prepare(
-    "INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)",
+    "INSERT INTO webhook_events (message_id, type, payload, created_at, change_position) VALUES (?, ?, ?, ?, ?)",
+  );
+  // The position is the next rowid: this writer holds the database's write lock (BEGIN IMMEDIATE)
+  // until it commits, across processes too, so positions follow commit order by construction.
+  const insertChange = db.prepare(
+    "INSERT INTO plant_changes (kind, plant_id, data, tag, previous_tag, at) VALUES (?, ?, ?, ?, ?, ?)",
+  );
+  // See change-rows.ts: the walk stops at the first change within the retention, and the newest stays.
+  const pruneChanges = db.prepare(
+    `DELETE FROM plant_changes WHERE position IN (
+       SELECT position FROM plant_changes
+       WHERE position < coalesce(
+         (SELECT position FROM plant_changes WHERE at >= ? ORDER BY position LIMIT 1),
+         (SELECT max(position) FROM plant_changes))
+       ORDER BY position LIMIT ?)`,
   );
   const insertBareDeliveries = db.prepare(
     `INSERT INTO webhook_deliveries (event_id, subscriber_id, status, next_attempt_at, updated_at)
@@ -90,6 +105,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   );
 
   let eventsWritten = 0;
+  let changesWritten = 0;
   let audienceInBatch: Audience | undefined;
   const audience = (): Audience => {
     if (audienceInBatch !== undefined) return audienceInBatch;
@@ -103,32 +119,41 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     return audienceInBatch;
   };
 
-  /** An enveloped event for the subscribers that chose `type`, in this same transaction: the outbox. */
-  const announce = (type: WebhookEventType, data: string): void => {
-    if (!audience()[type]) return;
+  /**
+   * One change of a plant, in this transaction: its row in the change log, and the webhook events
+   * of the subscribers that want it (the outbox), all with the same JSON, time and position.
+   * Without subscribers the events cost one read per batch.
+   */
+  const recordChange = (
+    kind: ChangeKind,
+    plantId: bigint,
+    data: string,
+    tag: string | null,
+    previousTag: string | null,
+  ): void => {
     const now = Date.now();
-    const event = insertEvent.run(newMessageId(), type, eventEnvelope(type, now, data), now);
-    insertTypedDeliveries.run(event.lastInsertRowid, now, now, `,${type},`);
-    eventsWritten++;
+    const position = insertChange.run(kind, plantId, data, tag, previousTag, now).lastInsertRowid;
+    changesWritten++;
+    const who = audience();
+    if (kind === "plant.created" && who.bare) {
+      // Exactly the payload subscribers received before event types existed.
+      const event = insertEvent.run(newMessageId(), null, data, now, position);
+      insertBareDeliveries.run(event.lastInsertRowid, now, now);
+      eventsWritten++;
+    }
+    if (who[kind]) {
+      const event = insertEvent.run(newMessageId(), kind, eventEnvelope(kind, now, data), now, position);
+      insertTypedDeliveries.run(event.lastInsertRowid, now, now, `,${kind},`);
+      eventsWritten++;
+    }
   };
 
   const insertOne = (plant: PlantRow): CreateOutcome => {
     // The primary key decides: a second row is refused, and only then do we compare contents.
     const { changes } = insert.run(plant.id, plant.name, plant.tag);
     if (Number(changes) === 1) {
-      // Only a new plant is announced (never a replay). Without subscribers this costs one read per batch.
-      const { bare, "plant.created": chosen } = audience();
-      if (bare || chosen) {
-        const payload = newPlantPayload(plant);
-        if (bare) {
-          // Exactly the payload subscribers received before event types existed.
-          const now = Date.now();
-          const event = insertEvent.run(newMessageId(), null, payload, now);
-          insertBareDeliveries.run(event.lastInsertRowid, now, now);
-          eventsWritten++;
-        }
-        if (chosen) announce("plant.created", payload);
-      }
+      // Only a new plant is announced (never a replay).
+      recordChange("plant.created", plant.id, newPlantPayload(plant), plant.tag, null);
       return "created";
     }
     const existing = select.get(plant.id) as Omit<PlantRow, "id"> | undefined;
@@ -146,11 +171,11 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
     return { outcome: "precondition_failed", current: plantFromRow(row) };
   };
 
-  /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, and no event). */
+  /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, no change and no event). */
   const rewriteRow = (row: PlantRow, wanted: PlantRow): WriteOutcome => {
     if (!samePlant(row, wanted)) {
       rewrite.run(wanted.name, wanted.tag, wanted.id);
-      announce("plant.updated", newPlantPayload(wanted));
+      recordChange("plant.updated", wanted.id, newPlantPayload(wanted), wanted.tag, row.tag);
     }
     return { outcome: "written", plant: plantFromRow(wanted), created: false };
   };
@@ -181,8 +206,9 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       const row = checked(id, ifMatch);
       if (row !== undefined && "outcome" in row) return { write: row };
     }
-    if (Number(remove.run(id).changes) === 0) return { outcome: "not_found" satisfies DeleteOutcome };
-    announce("plant.deleted", deletedPlantData(id));
+    const removed = remove.get(id) as { tag: string | null } | undefined;
+    if (removed === undefined) return { outcome: "not_found" satisfies DeleteOutcome };
+    recordChange("plant.deleted", id, deletedPlantData(id), null, removed.tag);
     return { outcome: "deleted" satisfies DeleteOutcome };
   };
 
@@ -244,6 +270,8 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       case "probe":
         probe.run(op.at);
         return { probed: true };
+      case "pruneChanges":
+        return { pruned: Number(pruneChanges.run(op.before, op.limit).changes) };
     }
   };
 
@@ -257,6 +285,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
   return (request) => {
     const started = performance.now();
     eventsWritten = 0;
+    changesWritten = 0;
     audienceInBatch = undefined;
     try {
       db.exec("BEGIN IMMEDIATE");
@@ -300,6 +329,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
       results,
       commitMs: performance.now() - started,
       eventsWritten,
+      changesWritten,
     };
   };
 }

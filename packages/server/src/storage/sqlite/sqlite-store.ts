@@ -5,6 +5,8 @@ import { Worker } from "node:worker_threads";
 
 import type { NewPlant } from "@plantstore/schema";
 
+import type { Change, ChangeLog } from "../../changes/change-log.ts";
+import { CHANGE_COLUMNS, changeFromRow, type ChangeRetention, logBounds, type StoredChange } from "../change-rows.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
 import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
@@ -138,7 +140,7 @@ function page(statements: ListStatements, { limit, after, tag }: ListOptions): A
  * on the writer thread, as one transaction with one fsync. Reads use their own connection on this
  * thread (WAL lets them run beside the writer).
  */
-export class SqliteStore implements PlantStore, WebhookQueue {
+export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeRetention {
   readonly #db: DatabaseSync;
   readonly #select: StatementSync;
   // Pages read ids as numbers (see ListedPlant); a page holding an id beyond ±2^53 is read again as bigints
@@ -154,6 +156,8 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     | undefined;
   #nextBatchId = 1;
   readonly #eventListeners: Array<() => void> = [];
+  readonly #changeListeners = new Set<() => void>();
+  #changeStatements: Record<"after" | "bounds", StatementSync> | undefined;
   #dueStatement: StatementSync | undefined;
 
   private constructor(db: DatabaseSync, options: SqliteStoreOptions, inMemory: boolean) {
@@ -313,6 +317,53 @@ export class SqliteStore implements PlantStore, WebhookQueue {
     }
     batch.resolve(result);
     if (result.eventsWritten > 0) for (const listener of this.#eventListeners) listener();
+    if (result.changesWritten > 0) for (const listener of this.#changeListeners) listener();
+  }
+
+  /**
+   * Reads on this thread's connection see what the writer committed (WAL), in position order;
+   * the writer's lock makes positions follow commit order (batch-committer.ts), so nothing later
+   * can appear below what a read returned.
+   */
+  async changesAfter(after: bigint, limit: number): Promise<Change[]> {
+    return this.#read(() => this.#changeReads().after.all(after, limit) as StoredChange[]).map(changeFromRow);
+  }
+
+  async head(): Promise<bigint> {
+    return this.#bounds().head;
+  }
+
+  async oldest(): Promise<bigint> {
+    return this.#bounds().oldest;
+  }
+
+  /**
+   * Wakes `listener` after each commit of this process that wrote changes. Another process on the
+   * same file (PLANTSTORE_WORKERS) does not wake it: the feed's periodic poll finds those changes.
+   */
+  onChange(listener: () => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  async pruneChanges(before: number, limit: number): Promise<number> {
+    const result = await this.#writes.submit({ op: "pruneChanges", before, limit });
+    return (result as { pruned: number }).pruned;
+  }
+
+  #bounds(): { head: bigint; oldest: bigint } {
+    const row = this.#read(() => this.#changeReads().bounds.get()) as { lowest: bigint | null; highest: bigint | null };
+    return logBounds(row.lowest, row.highest);
+  }
+
+  #changeReads(): Record<"after" | "bounds", StatementSync> {
+    this.#changeStatements ??= {
+      after: this.#db.prepare(
+        `SELECT ${CHANGE_COLUMNS} FROM plant_changes WHERE position > ? ORDER BY position LIMIT ?`,
+      ),
+      bounds: this.#db.prepare("SELECT min(position) AS lowest, max(position) AS highest FROM plant_changes"),
+    };
+    return this.#changeStatements;
   }
 
   async get(id: bigint): Promise<NewPlant | undefined> {

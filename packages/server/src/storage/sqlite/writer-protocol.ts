@@ -23,7 +23,9 @@ export type WriteOp =
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
   | { op: "recordAttempt"; attempt: AttemptRecord }
   /** A tiny write that proves writes commit again (readiness, after a failure). */
-  | { op: "probe"; at: number };
+  | { op: "probe"; at: number }
+  /** Retention: up to `limit` changes recorded before `before` (ms) go, never the newest. */
+  | { op: "pruneChanges"; before: number; limit: number };
 
 export type CloseRequest = { kind: "close" };
 
@@ -34,7 +36,8 @@ export type ItemResult =
   | { write: WriteOutcome }
   | { claimed: ClaimedDelivery[] }
   | { recorded: true }
-  | { probed: true };
+  | { probed: true }
+  | { pruned: number };
 
 export type BatchResult =
   | {
@@ -43,6 +46,8 @@ export type BatchResult =
       results: Array<ItemResult | ItemFailure>;
       commitMs: number;
       eventsWritten: number;
+      /** Changes the batch added to the change log: the store wakes the feed when there are any. */
+      changesWritten: number;
     }
   /** `failure` when the storage failed (full, locked, …): an Error's own properties do not survive postMessage. */
   | { kind: "failed"; batchId: number; error: string; failure?: StoreFailure | undefined };

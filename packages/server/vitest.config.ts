@@ -45,6 +45,9 @@ const POSTGRES_PASS = [
   "test/plants/conditional-changes.test.ts",
   // 50 PATCHes racing with one ETag: exactly one wins, on PostgreSQL's row locks as on SQLite's.
   "test/plants/concurrent-patches.test.ts",
+  // The change feed reads each store's change log (positions, retention, webhook payloads alike):
+  // resume, reset, tags, slow consumers and shutdown on PostgreSQL too.
+  "test/plants/events.test.ts",
 ];
 
 export default mergeConfig(

@@ -5,6 +5,11 @@ export type Io = {
   env: CliEnv;
   stdout(text: string): void;
   stderr(text: string): void;
+  /**
+   * Calls `listener` on the first SIGINT or SIGTERM until the returned function is called; the
+   * default handling (ending the process) stays for every other command and for a second signal.
+   */
+  onInterrupt(listener: () => void): () => void;
 };
 
 /** 0 success, 1 the service refused or could not be reached, 2 bad usage (nothing was sent). */

@@ -6,6 +6,7 @@ import { addPlantsDeleteCommand } from "./commands/plants-delete.ts";
 import { addPlantsGetCommand } from "./commands/plants-get.ts";
 import { addPlantsListCommand } from "./commands/plants-list.ts";
 import { addPlantsUpdateCommand } from "./commands/plants-update.ts";
+import { addPlantsWatchCommand } from "./commands/plants-watch.ts";
 import { addWhoAmICommand } from "./commands/whoami.ts";
 import { ExitCode, type Io } from "./io.ts";
 import { packageVersion } from "./version.ts";
@@ -26,6 +27,7 @@ function createProgram(io: Io): Command {
   addPlantsGetCommand(plants, io);
   addPlantsUpdateCommand(plants, io);
   addPlantsDeleteCommand(plants, io);
+  addPlantsWatchCommand(plants, io);
   addWhoAmICommand(program, io);
   return program;
 }

@@ -9,6 +9,8 @@ import { readPlantResponse } from "./read-response.ts";
 import { type ReplacedPlant, replacePlant, type ReplacePlantOptions } from "./replace-plant.ts";
 import { createConnection } from "./send-request.ts";
 import { updatePlant, type UpdatePlantOptions } from "./update-plant.ts";
+import { watchPlants, type WatchPlantsOptions } from "./watch-plants.ts";
+import type { WatchPlantsEvent } from "./watch-plants-event.ts";
 import { whoAmI } from "./whoami.ts";
 
 export type PlantStoreClientOptions = {
@@ -62,6 +64,8 @@ export type PlantStoreClient = {
   deletePlant(id: bigint | number, options?: DeletePlantOptions): Promise<void>;
   /** `GET /whoami`: the calling token's kind, id, name, scopes and expiry (never the secret). */
   whoAmI(options?: RequestOptions): Promise<WhoAmI>;
+  /** `GET /plants/events`: every change as it commits, resuming by itself across reconnects: `for await (const event of …)`. */
+  watchPlants(options?: WatchPlantsOptions): AsyncGenerator<WatchPlantsEvent, void>;
 };
 
 // RFC 6750 §2.1 b64token: anything else could not be sent in the header, or not verbatim.
@@ -116,5 +120,6 @@ export function createPlantStoreClient(options: PlantStoreClientOptions): PlantS
     replacePlant: (id, plant, options) => replacePlant(connection, id, plant, options),
     deletePlant: (id, options = {}) => deletePlant(connection, id, options),
     whoAmI: (requestOptions = {}) => whoAmI(connection, requestOptions.signal),
+    watchPlants: (watchOptions = {}) => watchPlants(connection, watchOptions),
   };
 }

@@ -1,6 +1,7 @@
 import type { RunningServer } from "@plantstore/server";
 import * as plantStoreServer from "@plantstore/server";
 import { type Chromium, launchChromium } from "@plantstore/test-support/chromium";
+import { startFaultProxy } from "@plantstore/test-support/fault-proxy";
 import { startRealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN as TOKEN } from "@plantstore/test-support/test-config";
 import type { BrowserContext, Page } from "playwright-core";
@@ -21,7 +22,12 @@ import { type ModuleServer, startModuleServer } from "./module-server.ts";
  */
 
 /** What the page's module script leaves on `window` (see module-server.ts). */
-type PageGlobals = { plantStoreClient?: typeof ClientModule; plantStoreClientError?: string };
+type PageGlobals = {
+  plantStoreClient?: typeof ClientModule;
+  plantStoreClientError?: string;
+  /** What the watch in the page has received so far, as `<type> <position> <id>`. */
+  watched?: string[];
+};
 
 /** An outcome of a client call in the page, in values that cross from the page to Node unchanged. */
 type Outcome =
@@ -232,5 +238,41 @@ describe("@plantstore/client's built ESM in chromium, against the real server by
     await expect(server.store.get(77n)).resolves.toBeUndefined();
     expect(other.record.failed).toEqual([expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/plants: /)]);
     await other.page.close();
+  });
+
+  it("watchPlants streams changes with exact ids, and resumes with Last-Event-ID through CORS after a cut", async () => {
+    // Through a proxy whose connections the test cuts; the page's origin is allowed by CORS.
+    await using proxy = await startFaultProxy({ host: "127.0.0.1", port: Number(new URL(server.url).port) });
+    const watching = await openClientPage(browser.context, modules);
+    const first = ABOVE_2_53 + 100n;
+    await server.store.create({ id: first, name: "Streamed", tag: "feed" });
+    const outcome = watching.page.evaluate(
+      async ({ baseUrl, token }) => {
+        const globals = window as unknown as PageGlobals;
+        const store = globals.plantStoreClient!.createPlantStoreClient({ baseUrl, token });
+        globals.watched = [];
+        for await (const event of store.watchPlants({ after: 0n, tag: "feed", maxReconnectDelayMs: 20 })) {
+          const id = event.type === "plant.deleted" ? event.id : event.type === "reset" ? "" : event.plant.id;
+          globals.watched.push(`${event.type} ${event.position} ${id}`);
+          if (globals.watched.length === 3) break;
+        }
+        return globals.watched;
+      },
+      { baseUrl: `http://127.0.0.1:${proxy.port}`, token: TOKEN },
+    );
+    await watching.page.waitForFunction(() => (window as unknown as PageGlobals).watched?.length === 1);
+    proxy.cut();
+    await server.store.create({ id: first + 1n, name: "After the cut", tag: "feed" });
+    await server.store.delete(first);
+    const seen = await outcome;
+    expect(seen).toEqual([
+      expect.stringMatching(new RegExp(`^plant\\.created \\d+ ${first}$`)),
+      expect.stringMatching(new RegExp(`^plant\\.created \\d+ ${first + 1n}$`)),
+      expect.stringMatching(new RegExp(`^plant\\.deleted \\d+ ${first}$`)),
+    ]);
+    // The last two were written after the cut, so they came over a new connection whose Last-Event-ID
+    // passed the CORS preflight (without the server allowing that header, this waits in vain).
+    expect(watching.record.errors).toEqual([]);
+    await watching.page.close();
   });
 });

@@ -30,7 +30,13 @@ const CLIENT_METHOD = {
   "whoami.get": "whoAmI",
 } as const satisfies Record<ProcedurePath<AppRouter["_def"]["record"]>, keyof PlantStoreClient>;
 
-type OperationMethod = (typeof CLIENT_METHOD)[keyof typeof CLIENT_METHOD];
+/**
+ * Operations the document describes that are no router procedure, by operationId, which is also
+ * the client method: a stream, which trpc-to-openapi cannot serve, is a plain path of the server.
+ */
+const PLAIN_PATH_METHODS = ["watchPlants"] as const satisfies ReadonlyArray<keyof PlantStoreClient>;
+
+type OperationMethod = (typeof CLIENT_METHOD)[keyof typeof CLIENT_METHOD] | (typeof PLAIN_PATH_METHODS)[number];
 
 /** One call of each operation's method; the type check asks for one per operation. */
 const CALL: Record<OperationMethod, (client: PlantStoreClient) => Promise<unknown>> = {
@@ -41,6 +47,15 @@ const CALL: Record<OperationMethod, (client: PlantStoreClient) => Promise<unknow
   updatePlant: (client) => client.updatePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
   replacePlant: (client) => client.replacePlant(7, { name: "Monstera" }, { ifMatch: '"a"' }),
   whoAmI: (client) => client.whoAmI(),
+  // A 503 is retried; the first retry's cause, thrown from onReconnect, ends the iteration with it.
+  watchPlants: (client) =>
+    client
+      .watchPlants({
+        onReconnect: ({ cause }) => {
+          throw cause;
+        },
+      })
+      .next(),
 };
 
 const METHODS = new Set(["get", "put", "post", "delete", "patch"]);
@@ -63,7 +78,9 @@ describe("the client has a method for every operation of the server", () => {
       const meta = procedure._def.meta as { openapi?: { operationId?: string } } | undefined;
       expect(meta?.openapi?.operationId, path).toBe(CLIENT_METHOD[path as keyof typeof CLIENT_METHOD]);
     }
-    expect(documented.map((o) => o.operationId).sort()).toEqual(Object.values(CLIENT_METHOD).sort());
+    expect(documented.map((o) => o.operationId).sort()).toEqual(
+      [...Object.values(CLIENT_METHOD), ...PLAIN_PATH_METHODS].sort(),
+    );
   });
 
   it("sends each operation's method to its path under the base URL, keeping the base URL's path prefix", async () => {

@@ -17,6 +17,17 @@ export { type ErrorCodeEntry, type ErrorCodeName, errorCodeName, ErrorCodes } fr
 export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
 export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {
+  EventPositionText,
+  FeedResetData,
+  FeedResetEvent,
+  PLANT_EVENT_KINDS,
+  PlantCreatedEvent,
+  PlantDeletedData,
+  PlantDeletedEvent,
+  PlantEvent,
+  PlantUpdatedEvent,
+} from "./plant-events.ts";
+export {
   Int64Text,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,

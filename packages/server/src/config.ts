@@ -248,11 +248,42 @@ export const SETTINGS = {
     default: "20000",
     help: "Time a stop (SIGTERM/SIGINT) may take; past it the process exits 1 (see _Stopping_).",
   }),
+  events: {
+    heartbeatMs: setting({
+      env: "PLANTSTORE_EVENTS_HEARTBEAT_MS",
+      type: int(10, 15_000),
+      default: "15000",
+      help: "`GET /plants/events`: a `: heartbeat` comment is written to every open stream this often (at most 15 s), so proxies and clients see it alive.",
+    }),
+    bufferLimitBytes: setting({
+      env: "PLANTSTORE_EVENTS_BUFFER_LIMIT",
+      type: int(1024, 64 * 1024 * 1024),
+      default: "262144",
+      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. Each open stream holds at most about this much memory.",
+    }),
+    authCheckMs: setting({
+      env: "PLANTSTORE_EVENTS_AUTH_CHECK_MS",
+      type: int(100, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the token of each open stream is checked again. A stream whose token was revoked or expired closes within this time plus 1 s (how long an issued token's revocation takes to reach every instance).",
+    }),
+    pollMs: setting({
+      env: "PLANTSTORE_EVENTS_POLL_MS",
+      type: int(10, 60_000),
+      default: "1000",
+      help: "`GET /plants/events`: how often the change log is read without a wake-up (a lost PostgreSQL notification delays an event by at most this much).",
+    }),
+  },
   corsOrigins: setting({
     env: "PLANTSTORE_CORS_ORIGINS",
     type: List,
     default: "",
     help: "Comma-separated browser origins allowed to call the API cross-origin (`*` for any). Empty: same-origin only, and `OPTIONS` is a 405. A preflight for a path or method that does not exist gets the 404 or 405 the request would.",
+  }),
+  webDir: setting({
+    env: "PLANTSTORE_WEB_DIR",
+    type: z.string().min(1).optional(),
+    help: "A folder holding the built web console (`pnpm --filter @plantstore/web build` writes `apps/web/dist`): served at `/app` on the API port, so the console calls the API on its own origin and needs no CORS setting. Its files need no token (the console asks for one). Unset: no `/app`.",
   }),
   durability: setting({
     env: "PLANTSTORE_DURABILITY",

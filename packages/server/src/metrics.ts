@@ -83,6 +83,17 @@ export function createMetrics(
       help: "Connections answered 503 and closed because PLANTSTORE_MAX_CONNECTIONS were open.",
       registers: [registry],
     }),
+    eventStreams: new Gauge({
+      name: "plantstore_event_streams",
+      help: "Streams of GET /plants/events open on this instance.",
+      registers: [registry],
+    }),
+    eventStreamsClosed: new Counter({
+      name: "plantstore_event_streams_closed_total",
+      help: "Streams of GET /plants/events that ended, by reason: client, slow_consumer, token (revoked or expired), shutdown, read_failed.",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
     rateLimited: new Counter({
       name: "plantstore_rate_limited_total",
       help: "Requests refused with 429, by reason.",

@@ -9,6 +9,8 @@ import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
+import { ChangeFanout } from "./changes/change-fanout.ts";
+import type { ChangeLog } from "./changes/change-log.ts";
 import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -16,6 +18,8 @@ import { createApp } from "./http/app.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
+import { EventStreams } from "./http/plant-events.ts";
+import { changeFrames } from "./http/sse-frames.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -190,6 +194,8 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
+  const eventStreams = startChangeFeed(store, config, { authenticator, logger, logThrottle, metrics }, options.clock);
+  teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
     store,
@@ -203,6 +209,8 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     trustedProxies: config.trustedProxies,
     writeHealth,
     logThrottle,
+    eventStreams,
+    webDir: config.webDir,
   });
 
   const server = createHttpServer(
@@ -269,10 +277,11 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   teardown.defer(async () => {
     const deadline = Date.now() + (deadlineMs ?? config.shutdownTimeoutMs);
     // Requests finish while webhook delivery stops; events written meanwhile wait in the outbox.
-    const [answeredAll] = await Promise.all([
-      connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline }),
-      dispatcher.stop(),
-    ]);
+    const drained = connections.drain({ idleGraceMs: IDLE_GRACE_MS, deadline });
+    // Once the port stopped accepting: streams end after their last whole event, and their
+    // clients reconnect (to another instance) with Last-Event-ID.
+    eventStreams.closeAll();
+    const [answeredAll] = await Promise.all([drained, dispatcher.stop()]);
     // Thrown once everything opened before is closed (the teardown goes on past a failure).
     if (!answeredAll) throw new Error("the shutdown deadline passed before every request was answered");
   });
@@ -289,6 +298,34 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   const metricsUrl =
     metricsAddress === undefined ? undefined : `http://${url.split("//")[1]!.split(":")[0]}:${metricsAddress.port}`;
   return { url, metricsUrl, port, server, store, close, [Symbol.asyncDispose]: () => close() };
+}
+
+/** One reader of the change log for the whole instance, and the streams it feeds. */
+function startChangeFeed(
+  log: ChangeLog,
+  config: Config,
+  {
+    authenticator,
+    logger,
+    logThrottle,
+    metrics,
+  }: { authenticator: Authenticator; logger: Logger; logThrottle: LogThrottle; metrics: Metrics },
+  clock: Clock | undefined,
+): EventStreams {
+  const eventsLogger = logger.child({ component: "events" });
+  const fanout = new ChangeFanout({
+    log,
+    format: changeFrames,
+    pollMs: config.events.pollMs,
+    clock,
+    onReadError: (error) =>
+      logThrottle.log(
+        "events read",
+        () => eventsLogger.warn({ err: error }, "reading the change log failed; retrying at the next change or poll"),
+        (repeats) => eventsLogger.warn({ repeats }, "reading the change log failed (repeats)"),
+      ),
+  });
+  return new EventStreams({ ...config.events, fanout, authenticator, metrics, logger: eventsLogger, clock });
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -149,6 +149,9 @@ export const NON_API_PATHS: ReadonlySet<string> = new Set([
   "/docs/init.js",
 ]);
 
+/** The built web console's files, served at /app when PLANTSTORE_WEB_DIR is set: no API answers either. */
+const WEB_APP_PATH = /^\/app(\/|$)/;
+
 /** One answer as a test received it; `path` may carry a query, which the documents do not key on. */
 export type Answer = { method: string; path: string; status: number; contentType: string | null; body: string };
 
@@ -158,7 +161,7 @@ export function checkAnswer(contracts: readonly ResponseContract[], answer: Answ
   const path = answer.path.split("?")[0] ?? answer.path;
   // HEAD has no body; a CORS preflight (OPTIONS, 204) is part of the fetch protocol, not an operation.
   if (method === "HEAD" || (method === "OPTIONS" && answer.status === 204)) return;
-  if (NON_API_PATHS.has(path) && answer.status < 400) return;
+  if ((NON_API_PATHS.has(path) || WEB_APP_PATH.test(path)) && answer.status < 400) return;
   for (const contract of contracts) contract.check(method, path, answer.status, answer.contentType, answer.body);
 }
 

@@ -20,12 +20,14 @@ import { clientAddressOf } from "./client-address.ts";
 import { decodeUnreserved } from "./normalize-path.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
 import { plainPaths } from "./plain-paths.ts";
+import type { EventStreams } from "./plant-events.ts";
 import { readPreconditions } from "./precondition-headers.ts";
 import { assertIdentityEncoding, assertMediaType, readJsonObject } from "./read-json-body.ts";
 import { requestContext, type RequestState } from "./request-context.ts";
 import { type RouteMatch, RouteTable } from "./routes.ts";
 import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
 import { closeWhenBodyUnread } from "./unread-body.ts";
+import { webAppPaths } from "./web-app.ts";
 
 export type AppOptions = {
   router: AppRouter;
@@ -45,6 +47,10 @@ export type AppOptions = {
   writeHealth?: WriteHealth | undefined;
   /** Bounds the "request failed" lines during an outage; the caller flushes it on shutdown. */
   logThrottle?: LogThrottle | undefined;
+  /** The change feed's streams (`GET /plants/events`); not served when undefined. */
+  eventStreams?: EventStreams | undefined;
+  /** The built web console's folder, served at /app (web-app.ts); no /app when undefined. */
+  webDir?: string | undefined;
 };
 
 /**
@@ -87,17 +93,13 @@ export function createApp(options: AppOptions): Koa {
   // the left-most X-Forwarded-For entry, which the client writes, from any peer.
   const clientAddress = clientAddressOf(options.trustedProxies ?? []);
   const openApiJson = JSON.stringify(buildOpenApiDocument(router, { bodyLimitBytes }));
-  const routes = new RouteTable(
-    router,
-    plainPaths({
-      openApiJson,
-      store,
-      writeHealth: options.writeHealth,
-      metrics,
-      metricsAccess,
-      authenticate: (ctx) => authenticateRequest(ctx, authenticator, rateLimits, clientAddress),
-    }),
-  );
+  const authenticate = (ctx: Koa.Context) => authenticateRequest(ctx, authenticator, rateLimits, clientAddress);
+  const routes = new RouteTable(router, [
+    ...plainPaths({ openApiJson, store, writeHealth: options.writeHealth, metrics, metricsAccess, authenticate }),
+    // A plain path: trpc-to-openapi's procedures answer once, and a stream never ends.
+    ...(options.eventStreams === undefined ? [] : [options.eventStreams.path(authenticate)]),
+    ...(options.webDir === undefined ? [] : webAppPaths(options.webDir)),
+  ]);
   const app = new Koa();
   logAppErrors(app, logger);
   app.proxy = false;
@@ -149,7 +151,7 @@ export function createApp(options: AppOptions): Koa {
           return corsOrigins.includes("*") || corsOrigins.includes(origin) ? origin : "";
         },
         allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "If-Match", "If-None-Match"],
+        allowHeaders: ["Authorization", "Content-Type", "X-Request-Id", "If-Match", "If-None-Match", "Last-Event-ID"],
         // Every response header a caller may need to read (Access-Control-Expose-Headers: the
         // CORS-safelisted ones need no listing): the request id for support, paging, rate limits.
         exposeHeaders: [

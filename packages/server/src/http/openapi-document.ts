@@ -28,6 +28,7 @@ import {
   WEBHOOKS,
 } from "../service-docs.ts";
 import type { Meta } from "../trpc.ts";
+import { PLANT_EVENTS_OPERATION } from "./plant-events-doc.ts";
 
 type Json = Record<string, unknown>;
 
@@ -228,6 +229,18 @@ function completeOperation(
   operation["security"] = meta.openapi?.protect === false ? [] : [{ bearerAuth: [...(meta.scopes ?? [])] }];
 }
 
+/** `GET /plants/events`, which no procedure can be (plant-events-doc.ts), listed after `/plants`. */
+function addPlantEvents(paths: Record<string, Record<string, Json>>, pool: Map<string, Json>): void {
+  const { path, errors, eventSchema, operation } = PLANT_EVENTS_OPERATION;
+  const get = operation(render(eventSchema, "output", pool));
+  get["responses"] = { ...(get["responses"] as Json), ...errorResponses(errors) };
+  const entries = Object.entries(paths);
+  const at = entries.findIndex(([template]) => template === "/plants") + 1;
+  entries.splice(at, 0, [path, { get }]);
+  for (const template of Object.keys(paths)) delete paths[template];
+  Object.assign(paths, Object.fromEntries(entries));
+}
+
 /**
  * The served OpenAPI 3.1.0 document. Paths and operations come from the tRPC router through
  * trpc-to-openapi and are completed from each procedure's `meta`; component schemas come from the
@@ -272,6 +285,7 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
       throw new Error(`trpc-to-openapi generated no ${meta.openapi.method} ${meta.openapi.path}`);
     completeOperation(operation, meta, procedure, options, pool);
   });
+  addPlantEvents(paths, pool);
   const extraSchemas = referencedComponents(paths, schemas, pool);
 
   return {

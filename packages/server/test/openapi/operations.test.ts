@@ -39,7 +39,7 @@ const codes = (operation: Operation | undefined, status: string) =>
   operation?.responses[status]?.["x-error-codes"]?.map((c) => c.error);
 
 describe("the served document's operations", () => {
-  it("are the router's procedures, each under its own operationId, and nothing else", () => {
+  it("are the router's procedures and the event stream, each under its own operationId, and nothing else", () => {
     const key = (o: { method: string; path: string; operationId: string | undefined }) =>
       `${o.method} ${o.path} ${o.operationId}`;
     const fromRouter = routerOperations().map(key).sort();

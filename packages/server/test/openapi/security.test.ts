@@ -38,6 +38,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
       "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
       "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
     });

@@ -152,10 +152,22 @@ describe("GET /openapi.json", () => {
     expect(responses["400"]?.["x-error-codes"].map((c) => c.error)).toContain(ErrorCodes.VALIDATION_FAILED.error);
   });
 
-  it("names the components Plant, NewPlant and Error with int64/int32 formats", () => {
+  it("names the components Plant, NewPlant and Error with int64/int32 formats, beside the event stream's", () => {
     const schemas = server.served.components.schemas as Record<string, Record<string, unknown>>;
-    // PlantPatch: the body of PATCH /plants/{id} (issue 26), an addition beside the seed's three.
-    expect(Object.keys(schemas).sort()).toEqual(["Error", "NewPlant", "Plant", "PlantPatch"]);
+    // Beside the seed's three: PlantPatch (the body of PATCH /plants/{id}) and the change feed's events.
+    expect(Object.keys(schemas).sort()).toEqual([
+      "Error",
+      "FeedResetData",
+      "FeedResetEvent",
+      "NewPlant",
+      "Plant",
+      "PlantCreatedEvent",
+      "PlantDeletedData",
+      "PlantDeletedEvent",
+      "PlantEvent",
+      "PlantPatch",
+      "PlantUpdatedEvent",
+    ]);
     expect(JSON.stringify(schemas["NewPlant"])).toContain('"format":"int64"');
     expect(JSON.stringify(schemas["Error"])).toContain('"format":"int32"');
   });

@@ -1,5 +1,6 @@
 import { forEachOpenApiProcedure, normalizePath } from "trpc-to-openapi";
 
+import { PLANT_EVENTS_OPERATION } from "../../src/http/plant-events-doc.ts";
 import { appRouter } from "../../src/router/root.ts";
 import type { Meta } from "../../src/trpc.ts";
 
@@ -19,9 +20,15 @@ export function documentedOperations<Operation>(doc: { paths: unknown }): Listed
   );
 }
 
-/** Every procedure of the router that the REST adapter serves, as `<method> <path>` and its operationId. */
+/**
+ * Every operation the service serves, as `<method> <path>` and its operationId: each procedure of
+ * the router that the REST adapter serves, and the event stream, which no procedure can be and
+ * the document adds itself (src/http/plant-events-doc.ts).
+ */
 export function routerOperations(): Array<{ method: string; path: string; operationId: string | undefined }> {
-  const found: Array<{ method: string; path: string; operationId: string | undefined }> = [];
+  const found: Array<{ method: string; path: string; operationId: string | undefined }> = [
+    { method: "get", path: PLANT_EVENTS_OPERATION.path, operationId: "watchPlants" },
+  ];
   forEachOpenApiProcedure<Meta>(appRouter._def.procedures, ({ meta }) => {
     found.push({
       method: meta.openapi.method.toLowerCase(),

@@ -1,0 +1,3 @@
+import { base } from "@plantstore/eslint-config";
+
+export default [...base];

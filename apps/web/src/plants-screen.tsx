@@ -1,0 +1,117 @@
+import type { PlantStoreClient } from "@plantstore/client";
+import { type FormEvent, useEffect, useRef, useState } from "react";
+
+import { CreatePlantForm } from "./create-plant-form.tsx";
+import { ErrorAlert } from "./error-alert.tsx";
+import { PlantEditor } from "./plant-editor.tsx";
+import { PlantTable } from "./plant-table.tsx";
+import { type FeedState, useLiveFeed } from "./use-live-feed.ts";
+import { usePlantPage } from "./use-plant-page.ts";
+
+const PAGE_SIZES = [10, 25, 100] as const;
+
+function FeedStatus({ state }: { state: FeedState }) {
+  const text =
+    state.kind === "live"
+      ? "Live"
+      : state.kind === "connecting"
+        ? "Connecting…"
+        : state.kind === "reconnecting"
+          ? `Reconnecting… (attempt ${state.attempt})`
+          : "Live updates stopped";
+  return (
+    <>
+      <p role="status" className={`feed feed-${state.kind}`} aria-label="Live updates">
+        {text}
+      </p>
+      {state.kind === "stopped" ? <ErrorAlert error={state.error} /> : null}
+    </>
+  );
+}
+
+type Props = {
+  client: PlantStoreClient;
+  feedState: FeedState;
+  setFeedState: (state: FeedState) => void;
+  onSignOut: () => void;
+};
+
+export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Props) {
+  const page = usePlantPage(client, 100);
+  const [openId, setOpenId] = useState<bigint | undefined>(undefined);
+  const open = page.plants.find((plant) => plant.id === openId);
+  const [filter, setFilter] = useState("");
+  useLiveFeed(client, page.apply, setFeedState);
+
+  // A feed that opens without a position to resume from starts with the changes committed after
+  // it: the list read before may miss one made in between, so it is read again once the feed is live.
+  const relistWhenLive = useRef(true);
+  const { reload } = page;
+  useEffect(() => {
+    if (feedState.kind === "reconnecting" && !feedState.resumable) relistWhenLive.current = true;
+    if (feedState.kind !== "live" || !relistWhenLive.current) return;
+    relistWhenLive.current = false;
+    reload();
+  }, [feedState, reload]);
+
+  const applyFilter = (event: FormEvent) => {
+    event.preventDefault();
+    const tag = filter.trim();
+    page.setTag(tag === "" ? undefined : tag);
+  };
+
+  return (
+    <>
+      <header className="top">
+        <h1>Plant Store</h1>
+        <FeedStatus state={feedState} />
+        <button type="button" onClick={onSignOut}>
+          Sign out
+        </button>
+      </header>
+      <main className="plants">
+        <CreatePlantForm client={client} onCreated={page.put} />
+        <section aria-labelledby="list-heading">
+          <h2 id="list-heading">Plants</h2>
+          <form className="filter" role="search" aria-label="Filter plants" onSubmit={applyFilter}>
+            <label htmlFor="filter-tag">Filter by tag</label>
+            <input id="filter-tag" value={filter} onChange={(event) => setFilter(event.target.value)} />
+            <button type="submit">Filter</button>
+            <label htmlFor="page-size">Rows per page</label>
+            <select id="page-size" value={page.limit} onChange={(event) => page.setLimit(Number(event.target.value))}>
+              {PAGE_SIZES.map((size) => (
+                <option key={size} value={size}>
+                  {size}
+                </option>
+              ))}
+            </select>
+          </form>
+          <ErrorAlert error={page.error} />
+          <PlantTable plants={page.plants} onOpen={setOpenId} />
+          {!page.loading && page.plants.length === 0 ? <p>No plants on this page.</p> : null}
+          <nav aria-label="Pages" className="pages">
+            <button type="button" disabled={!page.hasPrevious} onClick={page.previousPage}>
+              Previous page
+            </button>
+            <button type="button" disabled={!page.hasNext} onClick={page.nextPage}>
+              Next page
+            </button>
+          </nav>
+        </section>
+        {open === undefined ? null : (
+          <PlantEditor
+            key={open.id.toString()}
+            client={client}
+            plant={open}
+            onSaved={page.put}
+            onDeleted={(id) => {
+              page.remove(id);
+              setOpenId(undefined);
+            }}
+            onClose={() => setOpenId(undefined)}
+          />
+        )}
+      </main>
+    </>
+  );
+}

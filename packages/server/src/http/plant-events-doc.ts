@@ -1,0 +1,101 @@
+import { type ErrorCodeName, NEW_PLANT_EXAMPLE, PlantEvent, TAG_MAX_LENGTH } from "@plantstore/schema";
+
+import { AUTH_ERRORS, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
+import { PLANT_EVENTS_PATH } from "./plant-events.ts";
+import { RETRY_MS } from "./sse-frames.ts";
+
+type Json = Record<string, unknown>;
+
+const POSITION = { type: "string", pattern: "^(?:0|[1-9][0-9]*)$", maxLength: 19 } as const;
+
+const DESCRIPTION = [
+  "Streams every committed change to the plants as [server-sent events](https://html.spec.whatwg.org/multipage/server-sent-events.html) (`text/event-stream`), in commit order, never missing or repeating one across reconnects and instances. The stream does not end by itself.",
+  "",
+  `First comes \`retry: ${RETRY_MS}\` (the reconnection delay), then one event per change:`,
+  "",
+  "```",
+  "id: 1042",
+  "event: plant.created",
+  `data: {"id":${NEW_PLANT_EXAMPLE.id},"name":"${NEW_PLANT_EXAMPLE.name}","tag":"${NEW_PLANT_EXAMPLE.tag}"}`,
+  "```",
+  "",
+  '`event` is `plant.created`, `plant.updated` or `plant.deleted`; `data` is the plant as its webhook carries it (a deletion: `{"id":…}`), with ids as exact JSON integers (parse them losslessly); `id` is the change\'s position in one store-wide, strictly increasing sequence. A comment line `: heartbeat` comes at least every 15 s (`PLANTSTORE_EVENTS_HEARTBEAT_MS`).',
+  "",
+  "**Resuming.** Send the last `id` received as `Last-Event-ID` (or `?after=`; the header wins): the stream starts with the change right after it. Without either, it starts with the changes committed after the connection. A position older than the change log's retention (or above its head) gets one `reset` event instead of a gap: re-list the plants, then keep its `id` as the resume point.",
+  "",
+  "**Closing.** The server ends a stream after a whole event when its client falls behind by more than `PLANTSTORE_EVENTS_BUFFER_LIMIT` bytes, when its token is revoked or expires (within `PLANTSTORE_EVENTS_AUTH_CHECK_MS` plus 1 s), and on shutdown: reconnect with `Last-Event-ID`. A reconnect with a token no longer valid is answered 401. Each stream holds a connection (`PLANTSTORE_MAX_CONNECTIONS`) and counts one request against the token's rate limit when it opens.",
+  "",
+  "The response schema describes the events as an SSE parser hands them over, each `data` parsed as JSON.",
+].join("\n");
+
+/** Everything the stream's failures can be, before it starts: afterwards a failure only ends it. */
+const ERRORS: readonly ErrorCodeName[] = ["INVALID_PARAMETER", ...AUTH_ERRORS, ...REQUEST_ERRORS, ...SERVER_ERRORS];
+
+/**
+ * `GET /plants/events` as the document shows it. trpc-to-openapi cannot describe it (a procedure
+ * answers once, with JSON), so the document adds it: its parameters, the `Last-Event-ID` header,
+ * the `text/event-stream` answer and the event schemas (from @plantstore/schema).
+ */
+export const PLANT_EVENTS_OPERATION = {
+  path: PLANT_EVENTS_PATH,
+  errors: ERRORS,
+  eventSchema: PlantEvent,
+  operation: (eventSchema: Json): Json => ({
+    operationId: "watchPlants",
+    summary: "Watch plant changes",
+    description: DESCRIPTION,
+    tags: ["plants"],
+    parameters: [
+      {
+        name: "Last-Event-ID",
+        in: "header",
+        required: false,
+        description:
+          "The `id` of the last event received: the stream resumes right after it. Wins over `after`. Malformed: 400 (`40005`).",
+        schema: { ...POSITION, examples: ["1041"] },
+        example: "1041",
+      },
+      {
+        name: "after",
+        in: "query",
+        required: false,
+        description:
+          "The same as `Last-Event-ID`, for clients that cannot set headers (the browser's `EventSource` on its first connection).",
+        schema: { ...POSITION, examples: ["1041"] },
+        example: "1041",
+      },
+      {
+        name: "tag",
+        in: "query",
+        required: false,
+        description:
+          "Only changes of plants with this tag before or after the change (so a plant leaving the tag is seen leaving).",
+        schema: { type: "string", minLength: 1, maxLength: TAG_MAX_LENGTH, examples: [NEW_PLANT_EXAMPLE.tag] },
+        example: NEW_PLANT_EXAMPLE.tag,
+      },
+    ],
+    responses: {
+      "200": {
+        description: "The stream of events, until the client or the server closes it",
+        headers: {
+          "Cache-Control": { description: "`no-store`: no cache may keep events.", schema: { type: "string" } },
+          ...RATE_LIMIT_HEADERS,
+        },
+        content: {
+          "text/event-stream": {
+            schema: {
+              type: "array",
+              description: "The events in stream order, as an SSE parser hands them over.",
+              items: eventSchema,
+            },
+            example: [
+              { id: "1042", event: "plant.created", data: NEW_PLANT_EXAMPLE },
+              { id: "1043", event: "plant.deleted", data: { id: NEW_PLANT_EXAMPLE.id } },
+            ],
+          },
+        },
+      },
+    },
+    security: [{ bearerAuth: ["plants:read"] }],
+  }),
+};

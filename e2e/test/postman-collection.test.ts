@@ -16,7 +16,7 @@ import { cleanEnv, ROOT, runOk } from "./workspace.ts";
  * against a real server. Only the two variables every generated collection asks for are set: the
  * base URL and the bearer token (one issued by `tokens create`). Every request must get the 2xx its
  * operation documents, in the collection's own order: create, list, read, patch, replace, delete,
- * whoami. The writes by id carry the document's `If-Match` examples: an ETag is a digest of the
+ * whoami (the change feed's event stream is left out: see withoutEventStreams). The writes by id carry the document's `If-Match` examples: an ETag is a digest of the
  * plant's content, so the examples can name the ETag the example plant has at each step, and the
  * preconditions are really checked on the way (a stale one would be a 412).
  */
@@ -26,7 +26,8 @@ type CollectionDefinition = {
   variable?: Array<{ key: string; value: string }>;
   auth?: unknown;
 };
-type OpenApiOperation = { responses: Record<string, unknown> };
+type OpenApiOperation = { responses: Record<string, { content?: Record<string, unknown> }> };
+type CollectionItem = { item?: CollectionItem[]; request?: { method: string; url: { path?: string[] } } };
 type OpenApiDocument = { paths: Record<string, Record<string, OpenApiOperation>> };
 
 function convert(document: string): Promise<CollectionDefinition> {
@@ -56,6 +57,24 @@ function templateOf(document: OpenApiDocument, path: string): string {
   );
   if (template === undefined) throw new Error(`no path of the document matches ${path}`);
   return template;
+}
+
+/**
+ * Leaves out the requests of operations that answer an event stream (`text/event-stream`), and
+ * returns them: newman reads a response to its end, and a stream has none by design, so such a
+ * request could only time out. The stream has its own tests, over HTTP.
+ */
+function withoutEventStreams(items: CollectionItem[], document: OpenApiDocument, left: string[]): CollectionItem[] {
+  return items.flatMap((item) => {
+    if (item.item !== undefined) return [{ ...item, item: withoutEventStreams(item.item, document, left) }];
+    if (item.request === undefined) return [item];
+    const path = `/${item.request.url.path?.join("/") ?? ""}`;
+    const operation = document.paths[templateOf(document, path)]?.[item.request.method.toLowerCase()];
+    const streamed = Object.keys(operation?.responses["200"]?.content ?? {}).includes("text/event-stream");
+    if (!streamed) return [item];
+    left.push(`${item.request.method} ${path}`);
+    return [];
+  });
 }
 
 describe("a Postman collection generated from the served /openapi.json, run with newman", () => {
@@ -91,6 +110,10 @@ describe("a Postman collection generated from the served /openapi.json, run with
       { key: "baseUrl", value: server.url },
       { key: "bearerToken", value: token },
     ];
+
+    const streams: string[] = [];
+    collection.item = withoutEventStreams(collection.item as CollectionItem[], document, streams);
+    expect(streams).toEqual(["GET /plants/events"]);
 
     const summary = await runCollection(collection);
     expect(summary.run.failures).toEqual([]);

@@ -14,7 +14,7 @@ import { HEARTBEAT_FRAME, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 
-export type EventStreamSettings = {
+type EventStreamSettings = {
   /** A comment is written to every stream this often, so proxies and clients see it alive. */
   heartbeatMs: number;
   /** A stream whose unsent bytes pass this after an event is closed there (a slow consumer). */

@@ -11,7 +11,7 @@ const OWS = /^[ \t]*/;
  * skipped). Node joins repeated header lines with ", ", which is the same list. Anything else is a
  * 400 that says what was expected, rather than a condition silently read as absent.
  */
-export function parseEntityTags(name: string, value: string): IfMatch {
+function parseEntityTags(name: string, value: string): IfMatch {
   if (value.trim() === "*") return "*";
   const tags: string[] = [];
   let rest = value;

@@ -17,10 +17,10 @@ import type { Context } from "../trpc.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 /** The media type of a JSON merge patch (RFC 7396), the only one PATCH reads. */
-export const MERGE_PATCH_MEDIA_TYPE = "application/merge-patch+json";
+const MERGE_PATCH_MEDIA_TYPE = "application/merge-patch+json";
 
 /** Where a plant is read, as `Location` names it: root-relative, like the list's `Link`. */
-export const plantLocation = (id: bigint): string => `/plants/${id}`;
+const plantLocation = (id: bigint): string => `/plants/${id}`;
 
 /**
  * RFC 9110 §13.2.2's order, as every operation on one plant follows it; the document and the

@@ -26,7 +26,7 @@
  */
 
 // Any fixed int8 other than the migration lock (postgres/migrations.ts): advisory locks share one space.
-export const CHANGE_LOCK = "31640567245199463";
+const CHANGE_LOCK = "31640567245199463";
 
 /** The channel every instance LISTENs on (postgres/change-notifications.ts); the payload is empty. */
 export const CHANGE_CHANNEL = "plantstore_changes";

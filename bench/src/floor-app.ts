@@ -13,13 +13,13 @@ const Id = z
   .regex(/^-?\d{1,19}$/)
   .transform((id) => BigInt(id));
 const StoredPlant = z.object({ id: z.bigint(), name: z.string(), tag: z.string().optional() });
-export type FloorStoredPlant = z.infer<typeof StoredPlant>;
+type FloorStoredPlant = z.infer<typeof StoredPlant>;
 /** A JSON merge patch (RFC 7396) of a plant: `tag: null` removes the tag. */
 const PlantPatch = z.strictObject({ name: z.string().min(1).optional(), tag: z.string().min(1).nullable().optional() });
-export type FloorPatch = z.infer<typeof PlantPatch>;
+type FloorPatch = z.infer<typeof PlantPatch>;
 
 /** What the floor's update is told by its store: the plant and its new ETag, or why nothing was written. */
-export type FloorUpdateOutcome =
+type FloorUpdateOutcome =
   | { outcome: "written"; plant: FloorStoredPlant; etag: string }
   | { outcome: "not_found" }
   | { outcome: "precondition_failed"; etag: string | undefined };

@@ -8,7 +8,7 @@ type Durability = "full" | "normal";
 type Scenario = "insert" | "list" | "read" | "update" | "soak";
 
 /** The read and update scenarios' floor: the design card's stack on our store (floor-durable-server.ts). */
-export const DURABLE_FLOOR = fileURLToPath(new URL("./floor-durable-server.ts", import.meta.url));
+const DURABLE_FLOOR = fileURLToPath(new URL("./floor-durable-server.ts", import.meta.url));
 type Auth = "static" | "opaque" | "jwt";
 
 /** One configuration of our server; several in one run are measured side by side. */

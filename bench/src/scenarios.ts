@@ -21,7 +21,7 @@ export type RequestSpec =
    */
   | { kind: "update"; plants: number };
 
-export type UpdatePlant = { id: number; etag: string };
+type UpdatePlant = { id: number; etag: string };
 
 export const PLANT_NAME = "Fern";
 export const PLANT_TAG = "fern";
@@ -59,7 +59,7 @@ export const plantAnswer = (id: number, name: string) => `{"id":${id},"name":"${
 const ETAG = /^"[A-Za-z0-9_-]{27}"$/;
 
 /** autocannon keeps the server's spelling of header names. */
-export function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
+function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
   for (const [key, value] of Object.entries(headers))
     if (key.toLowerCase() === name && typeof value === "string") return value;
   return undefined;

@@ -19,7 +19,7 @@ import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
 import { EventStreams } from "./http/plant-events.ts";
-import { changeFrames } from "./http/sse-frames.ts";
+import { changeFrames, positionFrame } from "./http/sse-frames.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -316,6 +316,7 @@ function startChangeFeed(
   const fanout = new ChangeFanout({
     log,
     format: changeFrames,
+    formatPosition: positionFrame,
     pollMs: config.events.pollMs,
     clock,
     onReadError: (error) =>

@@ -94,6 +94,7 @@ function setUp(pageSize = 500) {
       formatted++;
       return changes.map((change) => `id: ${change.position}\n\n`).join("");
     },
+    formatPosition: (position) => `past: ${position}\n\n`,
     pollMs: 1_000,
     pageSize,
     clock,

@@ -27,6 +27,8 @@ export type ChangeFanoutOptions = {
   log: ChangeLog;
   /** The text of a run of changes, all of which the subscriber gets. */
   format: (changes: readonly Change[]) => string;
+  /** The text that moves a filtered subscriber past changes it does not get. */
+  formatPosition: (position: bigint) => string;
   /** How often the log is read without a wake-up: the safety net for a lost notification. */
   pollMs: number;
   /** Changes read at once. */
@@ -58,6 +60,7 @@ const matches = (change: Change, tag: string | undefined) =>
 export class ChangeFanout {
   readonly #log: ChangeLog;
   readonly #format: (changes: readonly Change[]) => string;
+  readonly #formatPosition: (position: bigint) => string;
   readonly #pageSize: number;
   readonly #onReadError: (error: unknown) => void;
   readonly #live = new Set<Member>();
@@ -74,6 +77,7 @@ export class ChangeFanout {
   constructor(options: ChangeFanoutOptions) {
     this.#log = options.log;
     this.#format = options.format;
+    this.#formatPosition = options.formatPosition;
     this.#pageSize = options.pageSize ?? PAGE_SIZE;
     this.#onReadError = options.onReadError;
     const clock = options.clock ?? systemClock;
@@ -218,6 +222,6 @@ export class ChangeFanout {
       text = run.length === 0 ? "" : this.#format(run);
       texts?.set(key, text);
     }
-    if (text !== "") member.write(text);
+    member.write(text === "" ? this.#formatPosition(member.sent) : text);
   }
 }

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlainPath } from "./plain-paths.ts";
-import { HEARTBEAT_FRAME, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
+import { HEARTBEAT_FRAME, positionFrame, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 
@@ -137,8 +137,7 @@ export class EventStreams {
     // watcher (connections.ts) still cuts a peer that stops taking bytes.
     ctx.req.socket.setTimeout(0);
     res.writeHead(200);
-    res.write(RETRY_FRAME);
-    if (start.reset) res.write(resetFrame(start.after));
+    res.write(RETRY_FRAME + (start.reset ? resetFrame(start.after) : positionFrame(start.after)));
 
     const ended = new Promise<void>((resolve) => res.once("close", resolve));
     const stream: Stream = {

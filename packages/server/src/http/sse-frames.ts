@@ -4,6 +4,18 @@ import type { Change } from "../changes/change-log.ts";
 export const RETRY_MS = 2_000;
 
 export const RETRY_FRAME = `retry: ${RETRY_MS}\n\n`;
+
+/**
+ * A position with no event: it sets the client's last event id (a browser's EventSource too: the
+ * id is taken at the blank line even when no data came) without dispatching anything. A stream
+ * opens with one, so a client that started without a resume point and loses the connection before
+ * the first event resumes from where it started rather than from the head at its reconnection; a
+ * filtered stream gets one for changes it does not show, so its resume point keeps up with the log
+ * and a rarely matching filter does not fall behind the retention.
+ */
+export function positionFrame(position: bigint): string {
+  return `id: ${position}\n\n`;
+}
 export const HEARTBEAT_FRAME = ": heartbeat\n\n";
 
 /**

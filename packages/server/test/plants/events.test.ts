@@ -95,6 +95,36 @@ describe("GET /plants/events", () => {
     expect(feed.text().startsWith("retry: 2000\n\n")).toBe(true);
   });
 
+  it("opens with the position it starts from, so a client that drops before any event resumes from there", async () => {
+    const target = await server();
+    await createPlants(target.url, named(1, 3));
+    const first = await stream(target.url, { token: TOKEN });
+    await eventually(() => first.lastEventId() !== "", { what: "the opening position" });
+    const opened = first.lastEventId();
+    expect(first.events).toEqual([]);
+    first.close();
+    // Made while no stream was open: the resumed one still gets them.
+    await createPlants(target.url, named(4, 2));
+    const resumed = await stream(target.url, { token: TOKEN, lastEventId: opened });
+    await eventually(() => resumed.events.length === 2, { what: () => `2 events (got ${resumed.events.length})` });
+    expect(resumed.events.map((event) => event.data)).toEqual([
+      '{"id":4,"name":"plant 4"}',
+      '{"id":5,"name":"plant 5"}',
+    ]);
+  });
+
+  it("moves a filtered stream's position past the changes it does not show", async () => {
+    const target = await server();
+    const indoor = await stream(target.url, { token: TOKEN, query: "tag=indoor" });
+    const all = await stream(target.url, { token: TOKEN });
+    await createPlants(target.url, named(1, 3, "outdoor"), 1);
+    await eventually(() => all.events.length === 3, { what: "3 changes" });
+    await eventually(() => indoor.lastEventId() === all.events[2]!.id, {
+      what: () => `the filtered stream at ${all.events[2]!.id} (at ${indoor.lastEventId()})`,
+    });
+    expect(indoor.events).toEqual([]);
+  });
+
   it("resumes with Last-Event-ID: exactly the next 1,000 events, in order, each with its webhook's data", async () => {
     const target = await server();
     const admin = await openWebhookAdmin(target.database.url);

@@ -12,6 +12,8 @@ export type EventStreamClient = {
   comments: string[];
   /** The `retry:` hints. */
   retries: number[];
+  /** The last event id as a browser's EventSource keeps it: set at each blank line, with or without data. */
+  lastEventId(): string;
   /** Every byte received, as text. */
   text(): string;
   /** Resolves when the stream ends: `complete` when the server ended it properly (chunked encoding closed). */
@@ -53,8 +55,11 @@ export function openEventStream(baseUrl: string, options: OpenOptions): Promise<
       let all = "";
       let pending = "";
       let fields: Partial<ReceivedEvent> & { data?: string } = {};
+      let idBuffer = "";
+      let lastEventId = "";
       const line = (text: string) => {
         if (text === "") {
+          lastEventId = idBuffer;
           if (fields.data !== undefined)
             events.push({ id: fields.id ?? "", event: fields.event ?? "message", data: fields.data });
           fields = {};
@@ -67,7 +72,7 @@ export function openEventStream(baseUrl: string, options: OpenOptions): Promise<
         const colon = text.indexOf(":");
         const name = colon === -1 ? text : text.slice(0, colon);
         const value = colon === -1 ? "" : text.slice(colon + 1).replace(/^ /, "");
-        if (name === "id") fields.id = value;
+        if (name === "id") fields.id = idBuffer = value;
         else if (name === "event") fields.event = value;
         else if (name === "data") fields.data = fields.data === undefined ? value : `${fields.data}\n${value}`;
         else if (name === "retry") retries.push(Number(value));
@@ -92,6 +97,7 @@ export function openEventStream(baseUrl: string, options: OpenOptions): Promise<
         events,
         comments,
         retries,
+        lastEventId: () => lastEventId,
         text: () => all,
         ended,
         pause: () => res.pause(),

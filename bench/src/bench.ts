@@ -12,7 +12,7 @@ import { type CpuPlan, loadAverage, pinSelf, planCpus } from "./cpu.ts";
 import { type FeedTargetReport, formatFeed, runFeed } from "./feed.ts";
 import { LoadGenerator, type LoadJob, type LoadResult } from "./load.ts";
 import { measuredRun } from "./measure.ts";
-import { type BenchOptions, parseOptions, USAGE, UsageError, type Variant } from "./options.ts";
+import { type BenchOptions, parseOptions, updatePlants, USAGE, UsageError, type Variant } from "./options.ts";
 import { formatProfile, type ProfileSummary, summarizeProfile } from "./profile-summary.ts";
 import { findFailures, formatTargets, ratios, type RoundResult, summarize, type TargetReport } from "./report.ts";
 import { ID_STRIDE, type RequestSpec } from "./scenarios.ts";
@@ -101,7 +101,8 @@ async function startOurs(
       variant.bin === undefined ? context.server : { ...context.server, bin: fromInvocationDir(variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
-      migrate(server, env);
+      // A floor runs the workspace's store, so the workspace's server knows its migrations.
+      migrate(variant.floorOf === undefined ? server : context.server, env);
       const started = performance.now();
       say(`prefill ${variant.name}: ${variant.prefill.toLocaleString("en-US")} plants (${options.ids} ids)`);
       await backend.prefill(variant.prefill, options.ids);
@@ -138,6 +139,8 @@ async function startOurs(
 function requestSpec(options: BenchOptions, variant: Variant, jobNumber: number): RequestSpec {
   if (options.scenario === "list")
     return { kind: "list", limit: options.limit, maxAfter: variant.prefill - options.limit };
+  if (options.scenario === "read") return { kind: "read", maxId: variant.prefill };
+  if (options.scenario === "update") return { kind: "update", plants: updatePlants(options.connections) };
   return { kind: "insert", ids: options.ids, idBase: jobNumber * ID_STRIDE };
 }
 
@@ -286,7 +289,8 @@ async function bench(options: BenchOptions): Promise<number> {
         );
       }
       report["targets"] = reports;
-      report["ratios"] = ratios(reports);
+      const floors = options.variants.flatMap((v) => (v.floorOf === undefined ? [] : [[v.floorOf, v.name] as const]));
+      report["ratios"] = ratios(reports, floors);
       // The headline ratios by name, as earlier versions of this JSON had them.
       const rps = (name: string) => reports[name]?.summary.requestsPerSecMean;
       const share = (a: number | undefined, b: number | undefined) =>
@@ -297,7 +301,7 @@ async function bench(options: BenchOptions): Promise<number> {
         ...(authVsStatic === undefined ? {} : { authVsStatic }),
       };
       failures = findFailures(reports);
-      table = formatTargets(reports);
+      table = formatTargets(reports, floors);
     }
 
     const loadAfter = loadAverage();
@@ -323,12 +327,14 @@ async function bench(options: BenchOptions): Promise<number> {
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
 
-    const what =
-      options.scenario === "list"
-        ? `GET /plants?limit=${options.limit}&after=<random>`
-        : options.scenario === "feed"
-          ? `GET /plants/events x ${options.subscribers} while POST /plants at ${options.rate}/s`
-          : `POST /plants (${options.ids} ids)`;
+    const what = {
+      list: `GET /plants?limit=${options.limit}&after=<random>`,
+      read: `GET /plants/{id} (random among the prefilled)`,
+      update: `PATCH /plants/{id} with If-Match (${updatePlants(options.connections)} prefilled plants renamed in turn)`,
+      insert: `POST /plants (${options.ids} ids)`,
+      soak: `POST /plants (${options.ids} ids)`,
+      feed: `GET /plants/events x ${options.subscribers} while POST /plants at ${options.rate}/s`,
+    }[options.scenario];
     const length =
       options.requests === undefined ? `${options.duration} s` : `${options.requests.toLocaleString("en-US")} requests`;
     say(

@@ -5,6 +5,8 @@ import { type FloorPlant, serveFloor } from "./floor-app.ts";
  * ours with `pnpm bench --compare-bin bench/src/floor-server.ts`.
  */
 const plants = new Map<number, FloorPlant>();
-serveFloor("floor", (plant) => {
-  plants.set(plant.id, plant);
+serveFloor("floor", {
+  create: (plant) => {
+    plants.set(plant.id, plant);
+  },
 });

@@ -4,7 +4,7 @@ import autocannon from "autocannon";
 
 import { LatencyHistogram } from "./histogram.ts";
 import type { LoadJob, LoadMessage, LoadResult } from "./load.ts";
-import { buildRequest } from "./scenarios.ts";
+import { prepareRequest } from "./scenarios.ts";
 
 /**
  * The load generator, as its own process (pinned to its own CPU by the harness), so it never
@@ -15,10 +15,12 @@ function send(message: LoadMessage): void {
   process.send!(message);
 }
 
-function runJob(job: LoadJob): Promise<LoadResult> {
-  const built = buildRequest(job.spec);
+async function runJob(job: LoadJob): Promise<LoadResult> {
+  const built = await prepareRequest(job.spec, job.url, job.token);
   const headers: Record<string, string> = { authorization: `Bearer ${job.token}` };
-  if (built.contentType) headers["content-type"] = "application/json";
+  if (built.contentType !== undefined) headers["content-type"] = built.contentType;
+  // Answers checked against their own request (checkResponse), beside autocannon's own mismatches.
+  let failedChecks = 0;
   const total = new LatencyHistogram();
   const interval = new LatencyHistogram();
   let intervalCounts = { responses: 0, status200: 0, non2xx: 0, errors: 0, mismatches: 0 };
@@ -36,7 +38,29 @@ function runJob(job: LoadJob): Promise<LoadResult> {
         headers,
         // expectBody is refused together with `requests`; verifyBody does the same check.
         verifyBody: built.verifyBody,
-        requests: [{ method: built.method, path: built.path, setupRequest: built.setupRequest }],
+        requests: [
+          {
+            method: built.method,
+            path: built.path,
+            setupRequest: (request, context) => built.setupRequest(request, context as Record<string, unknown>),
+            ...(built.checkResponse === undefined
+              ? {}
+              : {
+                  onResponse: (status, body, context, responseHeaders) => {
+                    const ok = built.checkResponse!(
+                      status,
+                      body,
+                      context as Record<string, unknown>,
+                      responseHeaders ?? {},
+                    );
+                    // Another status is counted as such already.
+                    if (ok || status < 200 || status > 299) return;
+                    failedChecks++;
+                    intervalCounts.mismatches++;
+                  },
+                }),
+          },
+        ],
       },
       (error, result) => {
         if (timer !== undefined) {
@@ -58,7 +82,7 @@ function runJob(job: LoadJob): Promise<LoadResult> {
           non2xx: result.non2xx,
           errors: result.errors,
           timeouts: result.timeouts,
-          mismatches: result.mismatches,
+          mismatches: result.mismatches + failedChecks,
           latency: total.toData(),
           latencyMs: total.summary(),
           clientCpuSec: (cpu.user + cpu.system) / 1e6,

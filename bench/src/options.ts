@@ -1,10 +1,14 @@
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { BACKEND_NAMES } from "./backends.ts";
 import type { IdMode } from "./scenarios.ts";
 
 type Durability = "full" | "normal";
-type Scenario = "insert" | "list" | "soak" | "feed";
+type Scenario = "insert" | "list" | "read" | "update" | "soak" | "feed";
+
+/** The read and update scenarios' floor: the design card's stack on our store (floor-durable-server.ts). */
+const DURABLE_FLOOR = fileURLToPath(new URL("./floor-durable-server.ts", import.meta.url));
 type Auth = "static" | "opaque" | "jwt";
 
 /** One configuration of our server; several in one run are measured side by side. */
@@ -24,6 +28,11 @@ export type Variant = {
   bin?: string;
   /** Authenticate an issued `ps_` token or an HS256 JWT instead of a PLANTSTORE_TOKENS token (`--auth`). */
   auth?: "opaque" | "jwt";
+  /**
+   * The durable floor beside this variant of ours (`floorOf` names it), on a database of its own
+   * configured alike: it runs the workspace's store, so the workspace's server migrates it.
+   */
+  floorOf?: string;
 };
 
 export type BenchOptions = {
@@ -68,6 +77,9 @@ export const USAGE = `Usage: pnpm bench [options]
 
   --scenario <s>        insert (default): POST /plants, every request a new id
                         list: GET /plants?limit=100&after=<random cursor> from a prefilled store
+                        read: GET /plants/{random prefilled id}, beside its floor
+                        update: PATCH /plants/{id} with If-Match, renaming prefilled plants,
+                        beside its floor
                         soak: steady POST /plants load at a fixed rate, reported per interval
                         feed: creations at --rate with and without --subscribers on GET /plants/events
   --duration <s>        seconds per round (default 10; soak 300; smoke 1, soak smoke 4)
@@ -80,7 +92,8 @@ export const USAGE = `Usage: pnpm bench [options]
                         unreachable), sqlite otherwise
   --durability <d,...>  full | normal, passed as PLANTSTORE_DURABILITY (default full)
   --workers <n,...>     passed as PLANTSTORE_WORKERS (default: unset, i.e. 1)
-  --prefill <n,...>     plants stored before the server starts (default 0; list 1000000; list smoke 2000)
+  --prefill <n,...>     plants stored before the server starts (default 0; list 1000000, read and
+                        update 100000; their smokes 2000, 200, 200)
   --ids <mode>          sequential (default) | random: the ids of inserted and prefilled plants
   --limit <n>           list page size (default 100)
   --rate <n>            soak: requests per second (default: --rate-fraction of a measured maximum);
@@ -103,6 +116,9 @@ Options marked <x,...> take a comma-separated list: every combination becomes a 
 own, measured side by side in the same run (e.g. --durability full,normal --prefill 0,5000000).`;
 
 export class UsageError extends Error {}
+
+/** Plants an update job patches: twice the connections, so a plant is always free (scenarios.ts, buildUpdate). */
+export const updatePlants = (connections: number) => 2 * connections;
 
 function integer(name: string, raw: string, min: number): number {
   const value = Number(raw);
@@ -163,9 +179,17 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (values.help) return undefined;
   const smoke = values.smoke;
   const scenario = values.scenario ?? "insert";
-  if (scenario !== "insert" && scenario !== "list" && scenario !== "soak" && scenario !== "feed") {
-    throw new UsageError(`--scenario must be insert, list, soak or feed, got ${scenario}`);
+  if (
+    scenario !== "insert" &&
+    scenario !== "list" &&
+    scenario !== "read" &&
+    scenario !== "update" &&
+    scenario !== "soak" &&
+    scenario !== "feed"
+  ) {
+    throw new UsageError(`--scenario must be insert, list, read, update, soak or feed, got ${scenario}`);
   }
+  const byId = scenario === "read" || scenario === "update";
   // The plain insert run reports both backends beside the baseline; anything that multiplies
   // targets or measures something else (smoke, lists, soak, durability, workers, prefill, auth) keeps to SQLite.
   const plainInsert =
@@ -180,8 +204,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   });
   const ids = values.ids ?? "sequential";
   if (ids !== "sequential" && ids !== "random") throw new UsageError(`--ids must be sequential or random, got ${ids}`);
-  if (scenario === "list" && ids !== "sequential") {
-    throw new UsageError("--scenario list needs --ids sequential: its cursors walk ids 1..prefill");
+  if ((scenario === "list" || byId) && ids !== "sequential") {
+    throw new UsageError(`--scenario ${scenario} needs --ids sequential: it reads ids 1..prefill`);
   }
 
   const durabilities = list<Durability>("durability", values.durability, ["full"], (d) => {
@@ -189,12 +213,19 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     return d;
   });
   const workers = list<number | undefined>("workers", values.workers, [undefined], (w) => integer("workers", w, 1));
-  const defaultPrefill = scenario === "list" ? (smoke ? 2_000 : 1_000_000) : 0;
+  const defaultPrefill = scenario === "list" ? (smoke ? 2_000 : 1_000_000) : byId ? (smoke ? 200 : 100_000) : 0;
   const prefills = list("prefill", values.prefill, [defaultPrefill], (p) => integer("prefill", p, 0));
   const limit = positiveInt("limit", values.limit, 100);
   if (scenario === "list" && prefills.some((p) => p < limit)) {
     throw new UsageError(`--scenario list needs --prefill of at least --limit (${limit}) plants`);
   }
+  const connections = positiveInt("connections", values.connections, smoke ? 4 : 32);
+  if (scenario === "update" && prefills.some((p) => p < updatePlants(connections))) {
+    throw new UsageError(
+      `--scenario update needs --prefill of at least twice --connections (${updatePlants(connections)} plants)`,
+    );
+  }
+  if (byId && prefills.some((p) => p < 1)) throw new UsageError(`--scenario ${scenario} needs a prefilled store`);
   if (scenario === "soak" && backends.length * durabilities.length * workers.length * prefills.length > 1) {
     throw new UsageError("--scenario soak runs one configuration of our server; give single values");
   }
@@ -232,6 +263,17 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     if (scenario === "soak" || scenario === "feed") throw new UsageError("--auth needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
   }
+  // Each of ours beside its floor, configured alike, so the issue's ratio comes from one run.
+  if (byId) {
+    for (const variant of variants.filter((v) => v.auth === undefined)) {
+      variants.push({
+        ...variant,
+        name: variant.name.replace(/^ours/, "floor"),
+        bin: DURABLE_FLOOR,
+        floorOf: variant.name,
+      });
+    }
+  }
   const compareBins = values["compare-bin"] ?? [];
   if (compareBins.length > 0 && (scenario === "soak" || scenario === "feed"))
     throw new UsageError("--compare-bin needs the insert or list scenario");
@@ -249,7 +291,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     duration: positiveInt("duration", values.duration, soak ? (smoke ? 4 : 300) : smoke ? 1 : 10),
     requests: values.requests === undefined ? undefined : integer("requests", values.requests, 1),
     rounds: positiveInt("rounds", values.rounds, smoke ? 1 : 3),
-    connections: positiveInt("connections", values.connections, smoke ? 4 : 32),
+    connections,
     warmup: positiveInt("warmup", values.warmup, smoke ? 0 : 3, 0),
     backends,
     variants,

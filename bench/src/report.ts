@@ -100,10 +100,17 @@ export function runFailures(
 
 export type Ratio = { name: string; against: string; requestsPerSec: number; p99: number };
 
-/** Each of our targets against the baseline, and against the first of ours when there are several. */
-export function ratios(targets: Record<string, TargetReport>): Ratio[] {
+/**
+ * Each of our targets against the baseline, and against the first of ours when there are several;
+ * with floors (`[ours, floor]` pairs), each of ours against its floor instead of the first of ours.
+ */
+export function ratios(
+  targets: Record<string, TargetReport>,
+  floors: ReadonlyArray<readonly [string, string]> = [],
+): Ratio[] {
   const result: Ratio[] = [];
-  const ours = Object.keys(targets).filter((name) => name !== "baseline");
+  const floorNames = new Set(floors.map(([, floor]) => floor));
+  const ours = Object.keys(targets).filter((name) => name !== "baseline" && !floorNames.has(name));
   const compare = (name: string, against: string) => {
     const a = targets[name]!.summary;
     const b = targets[against]!.summary;
@@ -114,7 +121,9 @@ export function ratios(targets: Record<string, TargetReport>): Ratio[] {
       p99: b.latencyMs.p99 === 0 ? 0 : a.latencyMs.p99 / b.latencyMs.p99,
     });
   };
-  if (targets["baseline"] !== undefined) for (const name of ours) compare(name, "baseline");
+  if (targets["baseline"] !== undefined) for (const name of [...ours, ...floorNames]) compare(name, "baseline");
+  for (const [name, floor] of floors)
+    if (targets[name] !== undefined && targets[floor] !== undefined) compare(name, floor);
   for (const name of ours.slice(1)) compare(name, ours[0]!);
   return result;
 }
@@ -136,7 +145,10 @@ export function formatTable(header: string[], rows: string[][], textColumns: num
 }
 
 /** A plain-text table, one line per target, plus the ratio lines. */
-export function formatTargets(targets: Record<string, TargetReport>): string {
+export function formatTargets(
+  targets: Record<string, TargetReport>,
+  floors: ReadonlyArray<readonly [string, string]> = [],
+): string {
   const header = [
     "target",
     "req/s mean",
@@ -170,7 +182,7 @@ export function formatTargets(targets: Record<string, TargetReport>): string {
     cpus === null ? "-" : `cpu ${cpus.join(",")}`,
   ]);
   const lines = [formatTable(header, rows, [0, 2, 13]), ""];
-  for (const r of ratios(targets)) {
+  for (const r of ratios(targets, floors)) {
     lines.push(`${r.name} / ${r.against}: req/s ${r.requestsPerSec.toFixed(3)}, p99 ${r.p99.toFixed(2)}x`);
   }
   return lines.join("\n");

@@ -126,3 +126,26 @@ describe.concurrent("pnpm bench --smoke (the harness, as a process)", () => {
     expect(soak.intervals.reduce((total, i) => total + i.status200, 0)).toBeGreaterThan(0);
   });
 });
+
+// After the others, one at a time: each starts three servers and prefills two stores, load the five
+// above should not have to share in their 1 s rounds.
+describe("pnpm bench --smoke by id (the harness, as a process)", () => {
+  // Every 200 carried exactly the plant asked for (or, patched, renamed as asked) and an ETag; a PATCH
+  // with a stale ETag would be a 412 and fail the run, so these also prove each PATCH carried the
+  // current one, on ours and on the floor beside it.
+  it.for(["read", "update"])(
+    "%s: by id from a prefilled store, beside its durable floor, with the ratio to it",
+    { timeout: 90_000 },
+    async (scenario) => {
+      const result = await runBench(scenario, ["--scenario", scenario]);
+      const targets = result["targets"] as Record<string, { summary: Summary }>;
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "floor", "ours"]);
+      for (const { summary } of Object.values(targets)) {
+        expect(summary.status200).toBeGreaterThan(0);
+        expect(summary.status200).toBe(summary.requests);
+      }
+      const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+      expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours / floor");
+    },
+  );
+});

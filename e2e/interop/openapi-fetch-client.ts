@@ -11,6 +11,7 @@ import { nextAfter, parseLossless, stringifyLossless } from "./lossless-json.js"
  */
 
 export type NewPlant = components["schemas"]["NewPlant"];
+export type PlantPatch = components["schemas"]["PlantPatch"];
 export type Plant = components["schemas"]["Plant"];
 export type Failure = components["schemas"]["Error"];
 
@@ -31,6 +32,36 @@ export async function createPlant(store: PlantStore, plant: NewPlant) {
 export async function deletePlant(store: PlantStore, id: number | bigint) {
   const { error, response } = await store.DELETE("/plants/{id}", { params: { path: { id } } });
   return { status: response.status, error };
+}
+
+/** One plant and its `ETag`, read exactly (a lossless parse: its id may exceed 2^53). */
+export async function getPlant(store: PlantStore, id: number | bigint) {
+  const { data, error, response } = await store.GET("/plants/{id}", { params: { path: { id } }, parseAs: "text" });
+  return {
+    status: response.status,
+    plant: data === undefined ? undefined : (parseLossless(data) as NewPlant),
+    etag: response.headers.get("etag"),
+    error,
+  };
+}
+
+/**
+ * A JSON merge patch, allowed only while the plant still has the ETag `ifMatch` (the document makes
+ * the header required, so the generated types do too); a 412 carries the plant's current ETag.
+ */
+export async function updatePlant(store: PlantStore, id: number | bigint, patch: PlantPatch, ifMatch: string) {
+  const { data, error, response } = await store.PATCH("/plants/{id}", {
+    params: { path: { id }, header: { "If-Match": ifMatch } },
+    body: patch,
+    headers: { "Content-Type": "application/merge-patch+json" },
+    parseAs: "text",
+  });
+  return {
+    status: response.status,
+    plant: data === undefined ? undefined : (parseLossless(data) as NewPlant),
+    etag: response.headers.get("etag"),
+    error,
+  };
 }
 
 /** One page: `after` is the Link header's cursor (a string) or an id. */

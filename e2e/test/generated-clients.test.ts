@@ -19,7 +19,8 @@ import { cleanEnv, runOk } from "./workspace.ts";
  * types with openapi-fetch, and @hey-api/openapi-ts. On each run they are generated into a scratch
  * project, type-checked there under `strict` with `nodenext` resolution together with the code
  * that uses them (e2e/interop/), and run against a real server: create, replay, conflict, list,
- * every page through `Link`, delete, with ids around 2^53 and at the int64 bounds.
+ * every page through `Link`, read one with its ETag, patch it with `If-Match` and be refused with a
+ * stale one, delete, with ids around 2^53 and at the int64 bounds.
  */
 
 const require = createRequire(import.meta.url);
@@ -32,12 +33,20 @@ const TWO_TO_53 = 2n ** 53n;
 type Id = number | bigint;
 type NewPlant = { id: Id; name: string; tag?: string };
 type Outcome = { status: number; plant?: { name: string; tag?: string }; error?: { error: number; message: string } };
+type Versioned = { status: number; plant?: NewPlant; etag: string | null; error?: { error: number; message: string } };
 
 /** The parts of e2e/interop/openapi-fetch-client.ts the tests call (its own types live beside the generated code). */
 type OpenapiFetchClient = {
   plantStore(baseUrl: string, token: string, options: { exact: boolean }): unknown;
   createPlant(store: unknown, plant: NewPlant): Promise<Outcome>;
   deletePlant(store: unknown, id: Id): Promise<Outcome>;
+  getPlant(store: unknown, id: Id): Promise<Versioned>;
+  updatePlant(
+    store: unknown,
+    id: Id,
+    patch: { name?: string; tag?: string | null },
+    ifMatch: string,
+  ): Promise<Versioned>;
   listPage(
     store: unknown,
     query: { tag?: string; limit?: number; after?: string | Id },
@@ -183,6 +192,28 @@ describe("a client from openapi-typescript + openapi-fetch, reading and writing 
     expect(pages.flat().map((plant) => plant.name)).toEqual(range(TWO_TO_53 + 100n, 50).map((id) => `p${id}`));
     // What the parse cost: neighbouring ids read as one number, which is why `after` is not an id.
     expect(new Set(pages.flat().map((plant) => plant.id)).size).toBeLessThan(50);
+  });
+
+  it("reads a plant with its ETag, patches it with If-Match, and gets 412 with the current ETag for a stale one", async () => {
+    const id = TWO_TO_53 + 7n;
+    expect((await openapiFetch.createPlant(store(), { id, name: "Calathea", tag: "ofetch-life" })).status).toBe(200);
+    const read = await openapiFetch.getPlant(store(), id);
+    expect(read).toMatchObject({ status: 200, plant: { id, name: "Calathea", tag: "ofetch-life" } });
+    expect(read.etag).toMatch(/^"[\w-]{27}"$/);
+
+    const patched = await openapiFetch.updatePlant(store(), id, { name: "Calathea orbifolia", tag: null }, read.etag!);
+    expect(patched).toMatchObject({ status: 200, plant: { id, name: "Calathea orbifolia" } });
+    expect(patched.plant).not.toHaveProperty("tag");
+    expect(patched.etag).toMatch(/^"[\w-]{27}"$/);
+    expect(patched.etag).not.toBe(read.etag);
+
+    const stale = await openapiFetch.updatePlant(store(), id, { name: "Lost update" }, read.etag!);
+    expect(stale).toMatchObject({ status: 412, error: { error: 41200 }, etag: patched.etag });
+    await expect(openapiFetch.getPlant(store(), id)).resolves.toMatchObject({
+      status: 200,
+      plant: { id, name: "Calathea orbifolia" },
+      etag: patched.etag,
+    });
   });
 
   it("deletes by exact id, then answers 404 (40401)", async () => {

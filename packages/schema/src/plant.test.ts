@@ -33,9 +33,16 @@ describe("PlantPatch", () => {
   it("keeps what is left out, takes null as removing the tag, and checks what is sent like NewPlant", () => {
     expect(PlantPatch.parse({})).toEqual({});
     expect(PlantPatch.parse({ tag: null })).toEqual({ tag: null });
-    expect(PlantPatch.parse({ name: "a", extra: 1 })).toEqual({ name: "a" });
     for (const patch of [{ name: null }, { name: "" }, { tag: "" }, { tag: 7 }, { name: "\u0000" }])
       expect(PlantPatch.safeParse(patch).success, JSON.stringify(patch)).toBe(false);
+  });
+});
+
+describe("PlantPatch, unlike NewPlant", () => {
+  it("refuses an unknown field rather than dropping it: a misspelt one would change nothing", () => {
+    const result = PlantPatch.safeParse({ name: "a", nmae: "b" });
+    expect(result.success).toBe(false);
+    expect(JSON.stringify(result.error?.issues)).toContain("nmae");
   });
 });
 

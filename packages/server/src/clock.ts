@@ -21,3 +21,16 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/** Calls `run` every `ms` of the clock's time (the next call is set before this one runs); returns what stops it. */
+export function every(clock: Clock, ms: number, run: () => unknown): () => void {
+  let cancel = () => {};
+  const arm = () => {
+    cancel = clock.setTimer(() => {
+      arm();
+      return run();
+    }, ms);
+  };
+  arm();
+  return () => cancel();
+}

@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 
 import type { Logger } from "pino";
 
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, every, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
 import { hashOpaqueToken, opaqueTokenId } from "./opaque-token.ts";
@@ -46,19 +46,6 @@ export type OpaqueTokenOptions = {
   /** Times expiry, the cache's staleness, the poll and the flush; the wall clock unless a test moves one on. */
   clock?: Clock | undefined;
 };
-
-/** Calls `run` every `ms` of the clock's time (the next call is set before this one runs); returns what stops it. */
-function every(clock: Clock, ms: number, run: () => unknown): () => void {
-  let cancel = () => {};
-  const arm = () => {
-    cancel = clock.setTimer(() => {
-      arm();
-      return run();
-    }, ms);
-  };
-  arm();
-  return () => cancel();
-}
 
 function entryOf(record: TokenRecord & { secretHash: Buffer }): Exclude<CacheEntry, null> {
   return {

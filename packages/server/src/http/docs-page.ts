@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { gzipSync } from "node:zlib";
 
 import type Koa from "koa";
+
+import { answerStaticAsset, type StaticAsset, staticAsset } from "./static-asset.ts";
 
 /**
  * `GET /docs`: Swagger UI over the served `/openapi.json`, every byte from this server. Swagger UI
@@ -65,8 +65,6 @@ window.ui = SwaggerUIBundle({
 });
 `;
 
-type Asset = { type: string; body: Buffer; gzip: Buffer; etag: string };
-
 /** Where Swagger UI's files are: copied next to the build (`dist/docs-assets`), or the installed package. */
 function swaggerUiDirectory(): string {
   const bundled = fileURLToPath(new URL("../docs-assets/", import.meta.url));
@@ -75,21 +73,15 @@ function swaggerUiDirectory(): string {
   return dirname(fileURLToPath(import.meta.resolve("swagger-ui-dist/package.json")));
 }
 
-function asset(type: string, body: Buffer): Asset {
-  // Weak: the gzip and identity answers are the same representation, byte-for-byte different.
-  const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
-  return { type, body, gzip: gzipSync(body), etag };
-}
-
-function loadAssets(): Map<string, Asset> {
+function loadAssets(): Map<string, StaticAsset> {
   const dir = swaggerUiDirectory();
-  return new Map<string, Asset>([
-    ["/docs", asset("text/html; charset=utf-8", Buffer.from(PAGE))],
-    ["/docs/init.js", asset("text/javascript; charset=utf-8", Buffer.from(INIT))],
-    ["/docs/swagger-ui.css", asset("text/css; charset=utf-8", readFileSync(join(dir, "swagger-ui.css")))],
+  return new Map<string, StaticAsset>([
+    ["/docs", staticAsset("text/html; charset=utf-8", Buffer.from(PAGE))],
+    ["/docs/init.js", staticAsset("text/javascript; charset=utf-8", Buffer.from(INIT))],
+    ["/docs/swagger-ui.css", staticAsset("text/css; charset=utf-8", readFileSync(join(dir, "swagger-ui.css")))],
     [
       "/docs/swagger-ui-bundle.js",
-      asset("text/javascript; charset=utf-8", readFileSync(join(dir, "swagger-ui-bundle.js"))),
+      staticAsset("text/javascript; charset=utf-8", readFileSync(join(dir, "swagger-ui-bundle.js"))),
     ],
   ]);
 }
@@ -99,7 +91,7 @@ function loadAssets(): Map<string, Asset> {
  * never shows its docs pays nothing), revalidated by ETag.
  */
 export function createDocsPage(): { serve(ctx: Koa.Context): void } {
-  let assets: Map<string, Asset> | undefined;
+  let assets: Map<string, StaticAsset> | undefined;
   return {
     serve(ctx) {
       assets ??= loadAssets();
@@ -109,20 +101,7 @@ export function createDocsPage(): { serve(ctx: Koa.Context): void } {
       ctx.set("X-Content-Type-Options", "nosniff");
       ctx.set("Referrer-Policy", "no-referrer");
       ctx.set("Cache-Control", "no-cache");
-      ctx.set("Vary", "Accept-Encoding");
-      ctx.etag = found.etag;
-      ctx.status = 200;
-      ctx.type = found.type;
-      if (ctx.fresh) {
-        ctx.status = 304;
-        return;
-      }
-      if (ctx.acceptsEncodings("gzip", "identity") === "gzip") {
-        ctx.set("Content-Encoding", "gzip");
-        ctx.body = found.gzip;
-      } else {
-        ctx.body = found.body;
-      }
+      answerStaticAsset(ctx, found);
     },
   };
 }

@@ -6,7 +6,7 @@ import { readBearer } from "../auth/bearer.ts";
 import { insufficientScopeChallenge } from "../auth/challenge.ts";
 import type { Authenticator, Principal } from "../auth/principal.ts";
 import type { ChangeFanout, Subscription } from "../changes/change-fanout.ts";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, every, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlainPath } from "./plain-paths.ts";
@@ -42,19 +42,6 @@ const READ_SCOPE = "plants:read";
 
 type CloseReason = "client" | "slow_consumer" | "token" | "shutdown" | "read_failed";
 
-/** Every timer of a kind is one for all streams, so a thousand open streams cost a thousand writes per tick, not a thousand timers. */
-function every(clock: Clock, ms: number, run: () => unknown): () => void {
-  let cancel = () => {};
-  const arm = () => {
-    cancel = clock.setTimer(() => {
-      arm();
-      return run();
-    }, ms);
-  };
-  arm();
-  return () => cancel();
-}
-
 function parsePosition(name: string, value: string | string[] | undefined): bigint | undefined {
   if (value === undefined) return undefined;
   const parsed = EventPositionText.safeParse(value);
@@ -75,6 +62,7 @@ export class EventStreams {
   constructor(options: EventStreamsOptions) {
     this.#options = options;
     const clock = options.clock ?? systemClock;
+    // One timer of a kind for all streams: a thousand open streams cost a thousand writes per tick, not a thousand timers.
     this.#stopTimers = [
       every(clock, options.heartbeatMs, () => {
         for (const stream of this.#streams) this.#write(stream, HEARTBEAT_FRAME);

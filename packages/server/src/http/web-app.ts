@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { extname, join, relative, sep } from "node:path";
-import { gzipSync } from "node:zlib";
 
 import type { PlainPath } from "./plain-paths.ts";
+import { answerStaticAsset, type StaticAsset, staticAsset } from "./static-asset.ts";
 
 /**
  * The built web console (apps/web, `pnpm --filter @plantstore/web build`) at `/app`, when
@@ -37,18 +36,14 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-type Asset = { type: string; body: Buffer; gzip: Buffer; etag: string };
-
 function listFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
-function readAsset(file: string): Asset {
-  const body = readFileSync(file);
-  const etag = `W/"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
-  return { type: TYPES[extname(file)] ?? "application/octet-stream", body, gzip: gzipSync(body), etag };
+function readAsset(file: string): StaticAsset {
+  return staticAsset(TYPES[extname(file)] ?? "application/octet-stream", readFileSync(file));
 }
 
 /** `/app`, `/app/` (the page) and `/app/<file>` for every file of `dir`; throws at start when `dir` holds no built app. */
@@ -64,7 +59,7 @@ export function webAppPaths(dir: string): PlainPath[] {
     [`${WEB_APP_PREFIX}/`, index],
   ]);
   for (const file of listFiles(dir)) files.set(`${WEB_APP_PREFIX}/${relative(dir, file).split(sep).join("/")}`, file);
-  const assets = new Map<string, Asset>();
+  const assets = new Map<string, StaticAsset>();
   return [...files].map(([path, file]): PlainPath => ({
     path,
     methods: ["GET", "HEAD"],
@@ -82,20 +77,7 @@ export function webAppPaths(dir: string): PlainPath[] {
         "Cache-Control",
         path.startsWith(`${WEB_APP_PREFIX}/assets/`) ? "public, max-age=31536000, immutable" : "no-cache",
       );
-      ctx.set("Vary", "Accept-Encoding");
-      ctx.etag = found.etag;
-      ctx.status = 200;
-      ctx.type = found.type;
-      if (ctx.fresh) {
-        ctx.status = 304;
-        return;
-      }
-      if (ctx.acceptsEncodings("gzip", "identity") === "gzip") {
-        ctx.set("Content-Encoding", "gzip");
-        ctx.body = found.gzip;
-      } else {
-        ctx.body = found.body;
-      }
+      answerStaticAsset(ctx, found);
     },
   }));
 }

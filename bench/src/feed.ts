@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-import { type CpuPlan, pinnedCommand, processTree, treeCpuSeconds } from "./cpu.ts";
+import { type CpuPlan, processTree, treeCpuSeconds } from "./cpu.ts";
 import type { FeedJob, FeedMessage, FeedResult } from "./feed-process.ts";
+import { JobProcess } from "./job-process.ts";
 import type { BenchOptions } from "./options.ts";
 import { ID_STRIDE } from "./scenarios.ts";
 import { readRss, sampleRss, type Target } from "./target.ts";
@@ -52,58 +51,24 @@ const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
 /** The feed's client process, pinned to the load CPU, given one job at a time. */
 class FeedClient {
-  readonly #child: ChildProcess;
-  #jobs = 0;
+  readonly #process: JobProcess<FeedJob, FeedMessage, FeedResult>;
 
-  private constructor(child: ChildProcess) {
-    this.#child = child;
+  private constructor(jobs: JobProcess<FeedJob, FeedMessage, FeedResult>) {
+    this.#process = jobs;
   }
 
   static async start(plan: CpuPlan): Promise<FeedClient> {
-    const [command, args] = pinnedCommand(plan, plan.load, process.execPath, [FEED_PROCESS]);
-    const child = spawn(command, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    const [message] = (await Promise.race([
-      once(child, "message"),
-      once(child, "exit").then(() => {
-        throw new Error("the feed client exited before it was ready");
-      }),
-    ])) as [FeedMessage];
-    if (message.type !== "ready") throw new Error(`the feed client said ${message.type} first`);
-    return new FeedClient(child);
+    return new FeedClient(await JobProcess.start(plan, FEED_PROCESS, "feed client"));
   }
 
   run(job: Omit<FeedJob, "jobId">, onConnected?: () => void): Promise<FeedResult> {
-    const jobId = ++this.#jobs;
-    return new Promise((resolve, reject) => {
-      const onMessage = (message: FeedMessage) => {
-        if (message.type === "connected" && message.jobId === jobId) onConnected?.();
-        if ((message.type === "done" || message.type === "failed") && message.jobId === jobId) {
-          settle();
-          if (message.type === "done") resolve(message.result);
-          else reject(new Error(`feed client: ${message.error}`));
-        }
-      };
-      const onExit = () => {
-        settle();
-        reject(new Error("the feed client exited"));
-      };
-      const settle = () => {
-        this.#child.off("message", onMessage);
-        this.#child.off("exit", onExit);
-      };
-      this.#child.on("message", onMessage);
-      this.#child.once("exit", onExit);
-      this.#child.send({ ...job, jobId } satisfies FeedJob);
+    return this.#process.run(job, (message) => {
+      if (message.type === "connected") onConnected?.();
     });
   }
 
-  async stop(): Promise<void> {
-    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
-    const exited = once(this.#child, "exit");
-    this.#child.disconnect();
-    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 5_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return this.#process.stop();
   }
 }
 

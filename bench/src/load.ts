@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 
-import { type CpuPlan, pinnedCommand } from "./cpu.ts";
+import type { CpuPlan } from "./cpu.ts";
 import type { HistogramData, LatencySummary } from "./histogram.ts";
+import { JobProcess } from "./job-process.ts";
 import type { RequestSpec } from "./scenarios.ts";
 
 const LOAD_PROCESS = fileURLToPath(new URL("./load-process.ts", import.meta.url));
@@ -62,60 +61,23 @@ export type LoadMessage =
 
 /** The load process, started once per run (pinned to the load CPU) and given one job at a time. */
 export class LoadGenerator {
-  readonly #child: ChildProcess;
-  #nextJobId = 1;
-  #exited: string | undefined;
+  readonly #process: JobProcess<LoadJob, LoadMessage, LoadResult>;
 
-  private constructor(child: ChildProcess) {
-    this.#child = child;
-    child.on("exit", (code, signal) => (this.#exited = `the load generator exited with ${signal ?? code}`));
+  private constructor(jobs: JobProcess<LoadJob, LoadMessage, LoadResult>) {
+    this.#process = jobs;
   }
 
   static async start(plan: CpuPlan): Promise<LoadGenerator> {
-    const [command, args] = pinnedCommand(plan, plan.load, process.execPath, [LOAD_PROCESS]);
-    const child = spawn(command, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    const [message] = (await Promise.race([
-      once(child, "message"),
-      once(child, "exit").then(() => {
-        throw new Error("the load generator exited before it was ready");
-      }),
-    ])) as [LoadMessage];
-    if (message.type !== "ready") throw new Error(`the load generator said ${message.type} first`);
-    return new LoadGenerator(child);
+    return new LoadGenerator(await JobProcess.start(plan, LOAD_PROCESS, "load generator"));
   }
 
   run(job: Omit<LoadJob, "jobId">, onInterval?: (report: IntervalReport) => void): Promise<LoadResult> {
-    if (this.#exited !== undefined) return Promise.reject(new Error(this.#exited));
-    const jobId = this.#nextJobId++;
-    return new Promise((resolve, reject) => {
-      const onMessage = (message: LoadMessage) => {
-        if (message.type === "interval" && message.jobId === jobId) onInterval?.(message);
-        if ((message.type === "done" || message.type === "failed") && message.jobId === jobId) {
-          settle();
-          if (message.type === "done") resolve(message.result);
-          else reject(new Error(`load generator: ${message.error}`));
-        }
-      };
-      const onExit = () => {
-        settle();
-        reject(new Error(this.#exited ?? "the load generator exited"));
-      };
-      const settle = () => {
-        this.#child.off("message", onMessage);
-        this.#child.off("exit", onExit);
-      };
-      this.#child.on("message", onMessage);
-      this.#child.once("exit", onExit);
-      this.#child.send({ ...job, jobId } satisfies LoadJob);
+    return this.#process.run(job, (message) => {
+      if (message.type === "interval") onInterval?.(message);
     });
   }
 
-  async stop(): Promise<void> {
-    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
-    const exited = once(this.#child, "exit");
-    this.#child.disconnect();
-    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 5_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return this.#process.stop();
   }
 }

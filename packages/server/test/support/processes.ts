@@ -18,11 +18,15 @@ export type ServerProcess = {
   stop(): Promise<number | null>;
 };
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  options: { /** Called with the process id at once, before it listens. */ onSpawn?(pid: number): void } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, "serve", "--port", "0"], {
     env: { ...process.env, PLANTSTORE_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  if (child.pid !== undefined) options.onSpawn?.(child.pid);
   let output = "";
   child.stdout.on("data", (c: Buffer) => (output += c.toString()));
   child.stderr.on("data", (c: Buffer) => (output += c.toString()));

@@ -18,10 +18,17 @@ export function migrateSqlite(db: DatabaseSync, migrations: ReadonlyArray<Migrat
     ),
   );
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+  const isApplied = db.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
   for (const migration of migrations) {
     if (applied.has(migration.version)) continue;
     db.exec("BEGIN IMMEDIATE");
     try {
+      // Another process starting on the same file may have applied it while this one waited for
+      // the write lock; the look before the lock is only a shortcut.
+      if (isApplied.get(migration.version) !== undefined) {
+        db.exec("COMMIT");
+        continue;
+      }
       db.exec(migration.sqlite);
       record.run(migration.version, migration.name, new Date().toISOString());
       db.exec("COMMIT");

@@ -1,6 +1,4 @@
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 
 import type { NewPlant } from "@plantstore/schema";
@@ -27,6 +25,7 @@ import type { WebhookQueue } from "../webhook-queue.ts";
 import type { WriteHealth } from "../write-health.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
+import { DEFAULT_BUSY_TIMEOUT_MS, openConnection } from "./open-connection.ts";
 import { asSqliteStoreError } from "./sqlite-errors.ts";
 import type {
   AttemptRecord,
@@ -62,8 +61,6 @@ export type SqliteStoreOptions = {
   /** Told how each write batch went, for readiness. */
   writeHealth?: WriteHealth;
 };
-
-const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * Rows as arrays where node:sqlite can (Node >= 22.16): no object with named keys built per row
@@ -184,12 +181,13 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
 
   static open(options: SqliteStoreOptions): SqliteStore {
     const inMemory = options.path === ":memory:";
-    if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
-    const db = new DatabaseSync(options.path, { readBigInts: true });
-    db.exec("PRAGMA journal_mode = WAL");
-    db.exec(`PRAGMA synchronous = ${options.durability === "normal" ? "NORMAL" : "FULL"}`);
     // Reads on this connection never wait for the writer (WAL); a migration at start may.
-    db.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
+    const db = openConnection({
+      path: options.path,
+      busyTimeoutMs: options.busyTimeoutMs,
+      synchronous: options.durability === "normal" ? "NORMAL" : "FULL",
+      readBigInts: true,
+    });
     migrateSqlite(db);
     return new SqliteStore(db, options, inMemory);
   }

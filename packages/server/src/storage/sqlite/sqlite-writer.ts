@@ -1,7 +1,7 @@
-import { DatabaseSync } from "node:sqlite";
 import { parentPort, workerData } from "node:worker_threads";
 
 import { createBatchCommitter } from "./batch-committer.ts";
+import { openConnection } from "./open-connection.ts";
 import type { BatchRequest, CloseRequest, WriterInit } from "./writer-protocol.ts";
 
 /**
@@ -10,10 +10,12 @@ import type { BatchRequest, CloseRequest, WriterInit } from "./writer-protocol.t
  * thread, while the main thread goes on reading and validating the next batch.
  */
 const init = workerData as WriterInit;
-const db = new DatabaseSync(init.path, { readBigInts: true });
-db.exec("PRAGMA journal_mode = WAL");
-db.exec(`PRAGMA synchronous = ${init.synchronous}`);
-db.exec(`PRAGMA busy_timeout = ${init.busyTimeoutMs}`);
+const db = openConnection({
+  path: init.path,
+  busyTimeoutMs: init.busyTimeoutMs,
+  synchronous: init.synchronous,
+  readBigInts: true,
+});
 const commit = createBatchCommitter(db);
 
 parentPort!.on("message", (message: BatchRequest | CloseRequest) => {

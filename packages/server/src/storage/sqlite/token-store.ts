@@ -1,9 +1,8 @@
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
 
 import { type NewTokenRecord, TokenNameTakenError, type TokenRecord, type TokenStore } from "../token-store.ts";
 import { migrateSqlite } from "./migrations.ts";
+import { openConnection } from "./open-connection.ts";
 
 type TokenRow = {
   id: string;
@@ -66,12 +65,11 @@ export class SqliteTokenStore implements TokenStore {
   }
 
   static open(options: SqliteTokenStoreOptions): SqliteTokenStore {
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-    const db = new DatabaseSync(options.path);
-    db.exec("PRAGMA journal_mode = WAL");
-    db.exec(`PRAGMA synchronous = ${options.role === "server" ? "NORMAL" : "FULL"}`);
-    db.exec(`PRAGMA busy_timeout = ${options.role === "server" ? 250 : 5000}`);
+    // Start-up waits as long as the store does for a migration running in another process; only
+    // then does a serving connection shorten its wait (above).
+    const db = openConnection({ path: options.path, synchronous: options.role === "server" ? "NORMAL" : "FULL" });
     migrateSqlite(db);
+    if (options.role === "server") db.exec("PRAGMA busy_timeout = 250");
     return new SqliteTokenStore(db);
   }
 

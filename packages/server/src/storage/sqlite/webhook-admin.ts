@@ -1,4 +1,4 @@
-import { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 
 import {
   type AttemptRow,
@@ -17,14 +17,14 @@ import {
   type StoredSubscriber,
   subscriberFromRow,
 } from "../webhook-rows.ts";
+import { openConnection } from "./open-connection.ts";
 
 /** Webhook administration on a SQLite file: SQLite's locking keeps it consistent with a running server. */
 export class SqliteWebhookAdmin implements WebhookAdmin {
   readonly #db: DatabaseSync;
 
   constructor(path: string) {
-    this.#db = new DatabaseSync(path);
-    this.#db.exec("PRAGMA busy_timeout = 5000");
+    this.#db = openConnection({ path });
   }
 
   async close(): Promise<void> {

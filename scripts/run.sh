@@ -32,10 +32,13 @@ case "${1:-}" in
     exec pnpm turbo run dev
     ;;
   test)
-    # The browser test needs Debian's chromium; installed here when missing (scripts/chromium.sh).
+    # The browser test needs Debian's chromium and the bench's smoke test Debian's wrk; installed
+    # here when missing (scripts/chromium.sh, scripts/wrk.sh), before the timed part.
     trap toolchain_hint EXIT
     # shellcheck source=scripts/chromium.sh
     source scripts/chromium.sh
+    # shellcheck source=scripts/wrk.sh
+    source scripts/wrk.sh
     started=$SECONDS
     install
     echo "run.sh: install took $((SECONDS - started)) s"

@@ -18,6 +18,7 @@ import { findFailures, formatTargets, ratios, type RoundResult, summarize, type 
 import { ID_STRIDE, type RequestSpec } from "./scenarios.ts";
 import { runSoak } from "./soak.ts";
 import { freePort, readRss, startTarget, type Target } from "./target.ts";
+import { ensureWrk } from "./wrk-runner.ts";
 
 const BASELINE_SCRIPT = fileURLToPath(new URL("./baseline-server.ts", import.meta.url));
 const RESULTS_DIR = fileURLToPath(new URL("../results/", import.meta.url));
@@ -144,6 +145,15 @@ function requestSpec(options: BenchOptions, variant: Variant, jobNumber: number)
   return { kind: "insert", ids: options.ids, idBase: jobNumber * ID_STRIDE };
 }
 
+/** Which load generator ran, and why when the scenario chose it. */
+function generatorNote(options: BenchOptions): string {
+  if (options.scenario === "feed") return "none: the feed sends its own creations at --rate (feed-process.ts)";
+  if (options.scenario === "soak") return "autocannon (the soak needs a fixed request rate, which wrk cannot hold)";
+  return options.loadGenerator === "wrk"
+    ? "wrk (statuses counted, bodies not compared; --load-generator autocannon checks every body)"
+    : "autocannon (every answer's body checked)";
+}
+
 async function bench(options: BenchOptions): Promise<number> {
   const plan = planCpus(options.pin);
   pinSelf(plan);
@@ -176,8 +186,10 @@ async function bench(options: BenchOptions): Promise<number> {
       : `pinning: off (${plan.note}); server and load generator share the CPUs`,
   );
   say(`load average before: ${loadBefore.join(" ")}`);
+  say(`load generator: ${generatorNote(options)}`);
   try {
-    load = await LoadGenerator.start(plan);
+    if (options.loadGenerator === "wrk" && options.scenario !== "feed") ensureWrk();
+    load = await LoadGenerator.start(plan, options.loadGenerator);
     if (options.scenario !== "soak" && options.scenario !== "feed") {
       const baseline = await startTarget(
         "baseline",
@@ -342,7 +354,7 @@ async function bench(options: BenchOptions): Promise<number> {
         (options.scenario === "soak" || options.scenario === "feed"
           ? `${options.duration} s`
           : `${options.rounds} x ${length} (warm-up ${options.warmup} s)`) +
-        `, backend ${[...new Set(started.flatMap((s) => (s.variant === null ? [] : [s.variant.backend])))].join(" and ")}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
+        `, ${options.scenario === "feed" ? "" : `load generator ${options.loadGenerator}, `}backend ${[...new Set(started.flatMap((s) => (s.variant === null ? [] : [s.variant.backend])))].join(" and ")}, ${cpus().length} CPUs, ${plan.pinned ? "pinned" : "not pinned"}` +
         `, load average ${loadBefore.join(" ")} before, ${loadAfter.join(" ")} after\n`,
     );
     say(table);

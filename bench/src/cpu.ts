@@ -95,7 +95,8 @@ export function pinSelf(plan: CpuPlan): void {
 }
 
 let clockTicks: number | undefined;
-function ticksPerSecond(): number {
+/** The kernel's clock ticks per second, the unit of CPU times in /proc. */
+export function ticksPerSecond(): number {
   if (clockTicks === undefined) {
     try {
       clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;

@@ -18,15 +18,16 @@ export class LatencyHistogram {
   maxUs = 0;
   sumUs = 0;
 
-  record(ms: number): void {
+  /** One latency, or `count` requests of the same latency. */
+  record(ms: number, count = 1): void {
     const us = ms * 1000;
     const bucket =
       us < FINE_LIMIT_US
         ? Math.floor(us / FINE_US)
         : Math.min(BUCKETS - 1, FINE_BUCKETS + Math.floor((us - FINE_LIMIT_US) / COARSE_US));
-    this.#counts[bucket]!++;
-    this.count++;
-    this.sumUs += us;
+    this.#counts[bucket]! += count;
+    this.count += count;
+    this.sumUs += us * count;
     if (us > this.maxUs) this.maxUs = us;
   }
 

@@ -4,6 +4,7 @@ import type { CpuPlan } from "./cpu.ts";
 import type { HistogramData, LatencySummary } from "./histogram.ts";
 import { JobProcess } from "./job-process.ts";
 import type { RequestSpec } from "./scenarios.ts";
+import { runWrk } from "./wrk-runner.ts";
 
 const LOAD_PROCESS = fileURLToPath(new URL("./load-process.ts", import.meta.url));
 
@@ -23,7 +24,7 @@ export type LoadJob = {
   spec: RequestSpec;
 };
 
-/** One autocannon run against one target, reduced to the numbers we report. */
+/** One load run (wrk or autocannon) against one target, reduced to the numbers we report. */
 export type LoadResult = {
   durationSec: number;
   /** Completed responses, whatever their status. */
@@ -34,7 +35,7 @@ export type LoadResult = {
   /** Connection errors, timeouts included. */
   errors: number;
   timeouts: number;
-  /** 2xx answers whose body was not the expected one. */
+  /** 2xx answers whose body was not the expected one (wrk checks a PATCH's id and ETag only). */
   mismatches: number;
   latency: HistogramData;
   latencyMs: LatencySummary;
@@ -59,25 +60,39 @@ export type LoadMessage =
   | { type: "done"; jobId: number; result: LoadResult }
   | { type: "failed"; jobId: number; error: string };
 
-/** The load process, started once per run (pinned to the load CPU) and given one job at a time. */
-export class LoadGenerator {
-  readonly #process: JobProcess<LoadJob, LoadMessage, LoadResult>;
+/**
+ * `wrk` (the default: it spends a fraction of autocannon's CPU per request) or `autocannon` (it
+ * checks every body, and holds a fixed rate, which the soak needs).
+ */
+export type LoadGeneratorName = "wrk" | "autocannon";
 
-  private constructor(jobs: JobProcess<LoadJob, LoadMessage, LoadResult>) {
+/**
+ * The load generator of a run. autocannon runs in the load process, started once per run (pinned
+ * to the load CPU) and given one job at a time; wrk is a process of its own per job, pinned alike.
+ */
+export class LoadGenerator {
+  readonly #plan: CpuPlan;
+  readonly #process: JobProcess<LoadJob, LoadMessage, LoadResult> | undefined;
+  #nextJobId = 1;
+
+  private constructor(plan: CpuPlan, jobs: JobProcess<LoadJob, LoadMessage, LoadResult> | undefined) {
+    this.#plan = plan;
     this.#process = jobs;
   }
 
-  static async start(plan: CpuPlan): Promise<LoadGenerator> {
-    return new LoadGenerator(await JobProcess.start(plan, LOAD_PROCESS, "load generator"));
+  static async start(plan: CpuPlan, name: LoadGeneratorName): Promise<LoadGenerator> {
+    if (name === "wrk") return new LoadGenerator(plan, undefined);
+    return new LoadGenerator(plan, await JobProcess.start(plan, LOAD_PROCESS, "load generator"));
   }
 
   run(job: Omit<LoadJob, "jobId">, onInterval?: (report: IntervalReport) => void): Promise<LoadResult> {
+    if (this.#process === undefined) return runWrk(this.#plan, { ...job, jobId: this.#nextJobId++ });
     return this.#process.run(job, (message) => {
       if (message.type === "interval") onInterval?.(message);
     });
   }
 
-  stop(): Promise<void> {
-    return this.#process.stop();
+  async stop(): Promise<void> {
+    await this.#process?.stop();
   }
 }

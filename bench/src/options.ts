@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import { BACKEND_NAMES } from "./backends.ts";
+import type { LoadGeneratorName } from "./load.ts";
 import type { IdMode } from "./scenarios.ts";
 
 type Durability = "full" | "normal";
@@ -58,6 +59,11 @@ export type BenchOptions = {
   interval: number;
   /** Feed: streams open on GET /plants/events while plants are created at `rate`. */
   subscribers: number;
+  /**
+   * wrk unless asked otherwise; autocannon for the soak, which needs a fixed rate wrk cannot hold.
+   * The feed drives its own requests (feed-process.ts) and uses neither.
+   */
+  loadGenerator: LoadGeneratorName;
   /** Pin server and load generator to different CPUs with taskset, when there are two or more. */
   pin: boolean;
   /** Profile our server (node --cpu-prof) and print its top costs. */
@@ -101,6 +107,11 @@ export const USAGE = `Usage: pnpm bench [options]
   --subscribers <n>     feed: open streams (default 1000; smoke 20)
   --rate-fraction <f>   soak: share of the measured maximum (default 0.7)
   --interval <s>        soak: seconds per reported interval (default 10; smoke 1)
+  --load-generator <g>  wrk (default) | autocannon. wrk costs the load CPU a fraction of what
+                        autocannon does per request, and counts statuses only; autocannon also
+                        checks every answer's body. The soak always runs autocannon (wrk holds no
+                        fixed rate); the feed sends its own requests. wrk is installed with apt-get
+                        when missing (scripts/wrk.sh)
   --no-pin              do not pin server and load generator to separate CPUs
   --cpu-prof            profile our server (node --cpu-prof) and print its top costs
   --auth <kind>         static (default) | opaque | jwt: also measure our server authenticating
@@ -164,6 +175,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
         "rate-fraction": { type: "string" },
         interval: { type: "string" },
         subscribers: { type: "string" },
+        "load-generator": { type: "string" },
         "no-pin": { type: "boolean", default: false },
         "cpu-prof": { type: "boolean", default: false },
         "compare-bin": { type: "string", multiple: true },
@@ -286,6 +298,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   if (!(rateFraction > 0 && rateFraction <= 1))
     throw new UsageError(`--rate-fraction must be in (0, 1], got ${values["rate-fraction"]}`);
   const soak = scenario === "soak";
+  const loadGenerator = values["load-generator"] ?? (soak ? "autocannon" : "wrk");
+  if (loadGenerator !== "wrk" && loadGenerator !== "autocannon")
+    throw new UsageError(`--load-generator must be wrk or autocannon, got ${loadGenerator}`);
+  if (soak && loadGenerator === "wrk")
+    throw new UsageError("--scenario soak needs a fixed request rate, which wrk cannot hold: it runs autocannon");
   return {
     scenario,
     duration: positiveInt("duration", values.duration, soak ? (smoke ? 4 : 300) : smoke ? 1 : 10),
@@ -308,6 +325,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     rateFraction,
     interval: positiveInt("interval", values.interval, smoke ? 1 : 10),
     subscribers: positiveInt("subscribers", values.subscribers, smoke ? 20 : 1000),
+    loadGenerator,
     pin: !values["no-pin"],
     cpuProf: values["cpu-prof"],
     auth,

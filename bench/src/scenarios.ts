@@ -21,7 +21,7 @@ export type RequestSpec =
    */
   | { kind: "update"; plants: number };
 
-type UpdatePlant = { id: number; etag: string };
+export type UpdatePlant = { id: number; etag: string };
 
 export const PLANT_NAME = "Fern";
 export const PLANT_TAG = "fern";
@@ -169,7 +169,7 @@ function buildUpdate(plants: UpdatePlant[]): BuiltRequest {
 }
 
 /** Reads the current ETag of plants 1..count, before an update job starts (the previous job renamed them). */
-async function currentETags(url: string, token: string, count: number): Promise<UpdatePlant[]> {
+export async function currentETags(url: string, token: string, count: number): Promise<UpdatePlant[]> {
   const plants: UpdatePlant[] = [];
   for (let id = 1; id <= count; id++) {
     const response = await fetch(`${url}/plants/${id}`, { headers: { authorization: `Bearer ${token}` } });

@@ -301,7 +301,16 @@ async function bench(options: BenchOptions): Promise<number> {
         );
       }
       report["targets"] = reports;
-      const floors = options.variants.flatMap((v) => (v.floorOf === undefined ? [] : [[v.floorOf, v.name] as const]));
+      // Each of ours against its own floor; the others (--compare-bin, --auth), configured like the
+      // first of ours, against the first one's floor.
+      const floors: Array<readonly [string, string]> = options.variants.flatMap((v) =>
+        v.floorOf === undefined ? [] : [[v.floorOf, v.name] as const],
+      );
+      const firstFloor = floors.find(([ours]) => ours === options.variants[0]!.name)?.[1];
+      if (firstFloor !== undefined)
+        for (const v of options.variants)
+          if (v.floorOf === undefined && (v.bin !== undefined || v.auth !== undefined))
+            floors.push([v.name, firstFloor]);
       report["ratios"] = ratios(reports, floors);
       // The headline ratios by name, as earlier versions of this JSON had them.
       const rps = (name: string) => reports[name]?.summary.requestsPerSecMean;

@@ -8,7 +8,7 @@ import type { IdMode } from "./scenarios.ts";
 type Durability = "full" | "normal";
 type Scenario = "insert" | "list" | "read" | "update" | "soak" | "feed";
 
-/** The read and update scenarios' floor: the design card's stack on our store (floor-durable-server.ts). */
+/** The insert, read and update scenarios' floor: the design card's stack on our store (floor-durable-server.ts). */
 const DURABLE_FLOOR = fileURLToPath(new URL("./floor-durable-server.ts", import.meta.url));
 type Auth = "static" | "opaque" | "jwt";
 
@@ -81,7 +81,8 @@ export type BenchOptions = {
 
 export const USAGE = `Usage: pnpm bench [options]
 
-  --scenario <s>        insert (default): POST /plants, every request a new id
+  --scenario <s>        insert (default): POST /plants, every request a new id, beside its floor
+                        (unless --durability, --workers, --prefill or --auth make it a comparison of ours)
                         list: GET /plants?limit=100&after=<random cursor> from a prefilled store
                         read: GET /plants/{random prefilled id}, beside its floor
                         update: PATCH /plants/{id} with If-Match, renaming prefilled plants,
@@ -275,8 +276,13 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     if (scenario === "soak" || scenario === "feed") throw new UsageError("--auth needs the insert or list scenario");
     variants.push({ ...variants[0]!, name: `ours-${auth}`, auth });
   }
-  // Each of ours beside its floor, configured alike, so the issue's ratio comes from one run.
-  if (byId) {
+  // Each of ours beside its floor, configured alike, so the issue's ratio comes from one run. An
+  // insert run does so unless it compares configurations of ours that the floor (one process,
+  // durability full, an empty store) does not have.
+  const insertFloor =
+    scenario === "insert" &&
+    [values.durability, values.workers, values.prefill, values.auth].every((v) => v === undefined);
+  if (byId || insertFloor) {
     for (const variant of variants.filter((v) => v.auth === undefined)) {
       variants.push({
         ...variant,

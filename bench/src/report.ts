@@ -102,7 +102,7 @@ export type Ratio = { name: string; against: string; requestsPerSec: number; p99
 
 /**
  * Each of our targets against the baseline, and against the first of ours when there are several;
- * with floors (`[ours, floor]` pairs), each of ours against its floor instead of the first of ours.
+ * with floors (`[target, floor]` pairs), each target with a floor against it too.
  */
 export function ratios(
   targets: Record<string, TargetReport>,
@@ -182,8 +182,18 @@ export function formatTargets(
     cpus === null ? "-" : `cpu ${cpus.join(",")}`,
   ]);
   const lines = [formatTable(header, rows, [0, 2, 13]), ""];
-  for (const r of ratios(targets, floors)) {
-    lines.push(`${r.name} / ${r.against}: req/s ${r.requestsPerSec.toFixed(3)}, p99 ${r.p99.toFixed(2)}x`);
+  const all = ratios(targets, floors);
+  const line = (r: Ratio) => `${r.name} / ${r.against}: req/s ${r.requestsPerSec.toFixed(3)}, p99 ${r.p99.toFixed(2)}x`;
+  // A target with a floor: its ratio to the floor first, the one to the baseline beside it, on one line.
+  const shown = new Set<Ratio>();
+  for (const [name, floor] of floors) {
+    const toFloor = all.find((r) => r.name === name && r.against === floor);
+    if (toFloor === undefined) continue;
+    const toBaseline = all.find((r) => r.name === name && r.against === "baseline");
+    shown.add(toFloor);
+    if (toBaseline !== undefined) shown.add(toBaseline);
+    lines.push(toBaseline === undefined ? line(toFloor) : `${line(toFloor)}   ${line(toBaseline)}`);
   }
+  for (const r of all) if (!shown.has(r)) lines.push(line(r));
   return lines.join("\n");
 }

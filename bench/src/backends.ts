@@ -3,7 +3,7 @@ import { join } from "node:path";
 
 import { Client } from "pg";
 
-import { prefillSqlite } from "./prefill-sqlite.ts";
+import { countSqlitePlants, prefillSqlite } from "./prefill-sqlite.ts";
 import { type IdMode, PLANT_NAME, PLANT_TAG } from "./scenarios.ts";
 
 /** What our server needs to reach a fresh, empty store, and how to throw it away afterwards. */
@@ -17,6 +17,8 @@ export type Backend = {
    * Optional: a backend without it cannot run `--prefill` or the list scenario.
    */
   prefill?(count: number, ids: IdMode): Promise<void>;
+  /** Plants stored now (the harness checks them against the creations answered 200). */
+  countPlants(): Promise<number>;
   dispose(): Promise<void>;
 };
 
@@ -69,6 +71,7 @@ const BACKENDS: Record<string, (scratchDir: string) => Promise<Backend>> = {
       name: "sqlite",
       env: { DATABASE_URL: `sqlite:${path}` },
       prefill: async (count, ids) => prefillSqlite(path, count, ids),
+      countPlants: async () => countSqlitePlants(path),
       // The file lives in the scratch directory, which the caller removes.
       dispose: async () => {},
     };
@@ -84,6 +87,13 @@ const BACKENDS: Record<string, (scratchDir: string) => Promise<Backend>> = {
       name: "postgres",
       env: { DATABASE_URL: url.toString() },
       prefill: (count, ids) => prefillPostgres(url.toString(), count, ids),
+      countPlants: async () => {
+        let n = 0;
+        await onConnection(url.toString(), async (client) => {
+          n = Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM plants")).rows[0]!.n);
+        });
+        return n;
+      },
       // FORCE: the server has just been stopped; its connections may still be closing.
       dispose: () => onConnection(POSTGRES_URL, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
     };

@@ -145,6 +145,34 @@ function requestSpec(options: BenchOptions, variant: Variant, jobNumber: number)
   return { kind: "insert", ids: options.ids, idBase: jobNumber * ID_STRIDE };
 }
 
+/**
+ * Every creation answered 200 must be a plant in the store, new ids only: a check of the answers
+ * that holds whatever the load generator (wrk compares no bodies). Requests still in flight when a
+ * run ends may be stored unanswered, up to one per connection per run. Ours and the durable floor
+ * only: the other reference servers store nothing, or elsewhere.
+ */
+async function storedCreations(
+  options: BenchOptions,
+  started: Started[],
+  reports: Record<string, TargetReport>,
+): Promise<string[]> {
+  const failures: string[] = [];
+  for (const { target, variant, backend } of started) {
+    if (variant === null || backend === null || (variant.bin !== undefined && variant.floorOf === undefined)) continue;
+    const report = reports[target.name]!;
+    const runs = [...(report.warmup === null ? [] : [report.warmup]), ...report.rounds];
+    const answered = variant.prefill + runs.reduce((total, run) => total + run.status200, 0);
+    const stored = await backend.countPlants();
+    const inFlight = options.connections * runs.length;
+    say(`${target.name}: ${stored} plants stored, ${answered} prefilled or answered 200`);
+    if (stored < answered || stored > answered + inFlight)
+      failures.push(
+        `${target.name}: the store holds ${stored} plants, where ${answered} were prefilled or answered 200 (and at most ${inFlight} more in flight)`,
+      );
+  }
+  return failures;
+}
+
 /** Which load generator ran, and why when the scenario chose it. */
 function generatorNote(options: BenchOptions): string {
   if (options.scenario === "feed") return "none: the feed sends its own creations at --rate (feed-process.ts)";
@@ -322,6 +350,8 @@ async function bench(options: BenchOptions): Promise<number> {
         ...(authVsStatic === undefined ? {} : { authVsStatic }),
       };
       failures = findFailures(reports);
+      if (options.scenario === "insert" && options.ids === "sequential")
+        failures.push(...(await storedCreations(options, started, reports)));
       table = formatTargets(reports, floors);
     }
 

@@ -42,3 +42,13 @@ export function prefillSqlite(path: string, count: number, ids: IdMode): void {
     db.close();
   }
 }
+
+/** Plants in a SQLite database a server may have open: a read-only connection sees its commits (WAL). */
+export function countSqlitePlants(path: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return Number((db.prepare("SELECT count(*) AS n FROM plants").get() as { n: number }).n);
+  } finally {
+    db.close();
+  }
+}

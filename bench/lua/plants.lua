@@ -1,5 +1,5 @@
 -- wrk's request script for `pnpm bench` (bench/src/wrk-runner.ts starts wrk with it):
---   wrk -t1 -c<n> -d<s>s --latency -s bench/lua/plants.lua <url> -- <kind> <token> <seed> ...
+--   wrk -t1 -c<n> -d<s>s --timeout 10s -s bench/lua/plants.lua <url> -- <kind> <token> <seed> ...
 -- It builds the requests bench/src/scenarios.ts builds for autocannon, and in done() prints one
 -- line `plantstore-wrk-result {json}` that the runner reads back.
 --   insert <token> <seed> sequential|random <idBase>   POST /plants, a new id per request
@@ -47,8 +47,12 @@ function init(args)
     stopAfter = tonumber(args[6])
     local id
     if ids == "random" then
-      -- Uniform over [1, 2^53), as scenarios.ts draws them.
-      id = function() return 1 + math.floor(math.random() * (2 ^ 53 - 1)) end
+      -- Uniform over [1, 2^53), as scenarios.ts draws them; from two draws, as one of LuaJIT's
+      -- has 52 random bits and would give even ids only.
+      id = function()
+        local n = math.floor(math.random() * 2 ^ 26) * 2 ^ 27 + math.floor(math.random() * 2 ^ 27)
+        return n == 0 and 1 or n
+      end
     else
       id = function()
         local n = nextId

@@ -53,8 +53,13 @@ export class RouteTable {
 
   match(method: string, path: string): RouteMatch | { allow: string[] } | undefined {
     const plain = this.#plain.get(path);
-    if (plain?.methods.includes(method)) return { plain };
-    const allow = new Set<string>(plain?.methods);
+    if (plain !== undefined) {
+      if (plain.methods.includes(method)) return { plain };
+      // A plain path names a resource of its own: `/plants/events` is the feed, not a plant whose
+      // id is "events", so DELETE there is a method the feed does not answer (405), not a bad id.
+      return { allow: withHead(plain.methods) };
+    }
+    const allow = new Set<string>();
     for (const route of this.#routes) {
       const found = route.pattern.exec(path);
       if (found === null) continue;
@@ -62,8 +67,13 @@ export class RouteTable {
       allow.add(route.method);
     }
     if (allow.size === 0) return undefined;
-    // The app answers HEAD wherever it answers GET (RFC 9110 §9.3.2), so Allow says so too.
-    if (allow.has("GET")) allow.add("HEAD");
-    return { allow: [...allow].sort() };
+    return { allow: withHead(allow) };
   }
+}
+
+/** The app answers HEAD wherever it answers GET (RFC 9110 §9.3.2), so Allow says so too. */
+function withHead(methods: Iterable<string>): string[] {
+  const allow = new Set(methods);
+  if (allow.has("GET")) allow.add("HEAD");
+  return [...allow].sort();
 }

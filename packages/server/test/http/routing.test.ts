@@ -61,6 +61,21 @@ describe("requests outside the interface", () => {
     },
   );
 
+  // `/plants/events` is the change feed, a path of its own: not `/plants/{id}` with the id "events".
+  it.each([["DELETE"], ["PATCH"], ["PUT"], ["POST"]])(
+    "answers %s /plants/events with 405 (40500) and Allow: GET, HEAD, not as a plant id",
+    async (method) => {
+      const response = await server.send({
+        method,
+        path: "/plants/events",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        ...(method === "DELETE" ? {} : { body: "{}" }),
+      });
+      expectErrorShape(response, 405, 40500);
+      expect(response.headers["allow"]).toBe("GET, HEAD");
+    },
+  );
+
   it("answers POST /openapi.json with 405 and Allow: GET, HEAD", async () => {
     const response = await server.send({ method: "POST", path: "/openapi.json" });
     expect(response.status).toBe(405);

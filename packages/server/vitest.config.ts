@@ -3,19 +3,20 @@ import { defineConfig, mergeConfig } from "vitest/config";
 import { sharedConfig } from "../../vitest.shared.ts";
 
 /**
- * Two passes (`pnpm test` = `test:sqlite` then `test:postgres`), chosen by PLANTSTORE_TEST_BACKEND;
- * see test/support/test-database.ts and test/README.md. The SQLite pass runs everything but the
+ * Two passes, one vitest project each (`pnpm test` runs both side by side; `test:sqlite` and
+ * `test:postgres` one), each setting PLANTSTORE_TEST_BACKEND for its files; see
+ * test/support/test-database.ts and test/README.md. The SQLite pass runs everything but the
  * PostgreSQL-only tests. The PostgreSQL pass runs only what can behave differently on PostgreSQL:
  * the HTTP, auth, rate-limit, webhook and observability suites exercise code above the storage
  * seam, which the store contract suite pins for both backends, so running them twice bought time
  * and no coverage.
  */
-const postgres = process.env["PLANTSTORE_TEST_BACKEND"] === "postgres";
 
 const POSTGRES_PASS = [
   // What every backend must do alike (plants, group commit, two stores racing, the webhook outbox
   // and its administration, issued tokens, migrations), called directly on PostgresStore.
   "test/storage/store-contract.test.ts",
+  "test/storage/store-contract-admin.test.ts",
   // The change log both backends keep (order, one change per write with its webhook's data, none
   // from a failed transaction, retention, restarts): PostgreSQL takes its positions its own way.
   "test/storage/change-log.test.ts",
@@ -54,22 +55,33 @@ export default mergeConfig(
   sharedConfig,
   defineConfig({
     test: {
-      name: postgres ? "server (postgres)" : "server (sqlite)",
       // The server's tests mostly wait on sockets, child processes and databases (the SQLite pass
       // measured 305 s of wall time for 69 s of CPU with one file at a time, vitest's default on
       // 2 cores). Four files at once keep both cores busy; each test has its own scratch
-      // database, Redis key prefix and ephemeral ports, so files do not share state.
+      // database, Redis key prefix and ephemeral ports, so files do not share state. The four are
+      // shared by both passes: the PostgreSQL pass's files start as soon as a slot is free rather
+      // than after the SQLite pass's last, slowest file (they ran one pass after the other before).
       maxWorkers: 4,
-      ...(postgres ? { include: POSTGRES_PASS } : {}),
-      exclude: [
-        "**/node_modules/**",
-        "**/dist/**",
-        ...(postgres ? [] : ["src/storage/postgres/**", "test/storage/postgres/**"]),
-      ],
-      // The process tests spawn dist/bin.js: a run outside turbo builds it first.
-      globalSetup: [
-        "../../tooling/vitest/build-spawned-bin.ts",
-        ...(postgres ? ["test/support/postgres-global-setup.ts"] : []),
+      projects: [
+        {
+          extends: true,
+          test: {
+            name: "server (sqlite)",
+            env: { PLANTSTORE_TEST_BACKEND: "sqlite" },
+            exclude: ["**/node_modules/**", "**/dist/**", "src/storage/postgres/**", "test/storage/postgres/**"],
+            // The process tests spawn dist/bin.js: a run outside turbo builds it first.
+            globalSetup: ["../../tooling/vitest/build-spawned-bin.ts"],
+          },
+        },
+        {
+          extends: true,
+          test: {
+            name: "server (postgres)",
+            env: { PLANTSTORE_TEST_BACKEND: "postgres" },
+            include: POSTGRES_PASS,
+            globalSetup: ["../../tooling/vitest/build-spawned-bin.ts", "test/support/postgres-global-setup.ts"],
+          },
+        },
       ],
     },
   }),

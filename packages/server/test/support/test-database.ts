@@ -7,8 +7,8 @@ import { DatabaseSync } from "node:sqlite";
 import { Client, Pool, TypeOverrides } from "pg";
 
 /**
- * Which database the behaviour suite runs against. The same tests run once per backend (see the
- * package's `test` script): `PLANTSTORE_TEST_BACKEND=sqlite` (default) or `postgres`.
+ * Which database the behaviour suite runs against: `PLANTSTORE_TEST_BACKEND`, `sqlite` (default)
+ * or `postgres`, which each vitest project of the package sets for its files (vitest.config.ts).
  * PostgreSQL runs use `PLANTSTORE_TEST_POSTGRES_URL` (default the local `test` database) only
  * to create and drop one scratch database per test server, named `plantstore_test_<time>_<random>`.
  */

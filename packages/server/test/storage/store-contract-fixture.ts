@@ -1,0 +1,137 @@
+import { DatabaseSync } from "node:sqlite";
+
+import { afterEach, beforeEach } from "vitest";
+
+import { migrations } from "../../src/storage/migrations.ts";
+import { openTokenStore, openWebhookAdmin } from "../../src/storage/open-store.ts";
+import type { PlantStore } from "../../src/storage/plant-store.ts";
+import { migratePostgres } from "../../src/storage/postgres/migrations.ts";
+import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
+import { migrateSqlite } from "../../src/storage/sqlite/migrations.ts";
+import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
+import type { TokenStore } from "../../src/storage/token-store.ts";
+import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
+import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
+import {
+  createTestDatabase,
+  postgresClient,
+  TEST_BACKEND,
+  type TestBackend,
+  type TestDatabase,
+} from "../support/test-database.ts";
+
+/**
+ * The store contract suite's fixture: each test gets a fresh database of this pass's backend
+ * (PLANTSTORE_TEST_BACKEND), stores opened on it and closed after it, and the backend's own way to
+ * run SQL beside them. Imported by store-contract.test.ts (plants) and
+ * store-contract-admin.test.ts (migrations, tokens, webhooks), which are one suite in two files so
+ * that each runs in its own worker (on PostgreSQL the whole suite was the slowest file, ~25 s).
+ * The hooks below register in the test file that imports this module; `database` and `batches`
+ * are live bindings, set anew before each test.
+ */
+type StoreOptions = {
+  maxBatchSize?: number;
+  maxBatchesInFlight?: number;
+  onCommit?: (batchSize: number) => void;
+};
+
+type Backend = {
+  open(database: TestDatabase, options: StoreOptions): Promise<PlantStore & WebhookQueue>;
+  /** Runs SQL beside the store, as an administrator would. */
+  exec(database: TestDatabase, sql: string): Promise<void>;
+  /** A trigger that makes the database roll back the whole batch that creates a plant named `name`. */
+  rollBackBatchesCreating(name: string): string;
+  /** Applies the first `count` migrations only, as an older build did. */
+  migrateTo(database: TestDatabase, count: number): Promise<void>;
+};
+
+const backends: Record<TestBackend, Backend> = {
+  sqlite: {
+    // SQLite has one writer per store: its batches commit one at a time whatever maxBatchesInFlight says.
+    open: async (database, { maxBatchSize, onCommit }) =>
+      SqliteStore.open({ path: database.name, maxBatchSize, onCommit }),
+    exec: async (database, sql) => {
+      const admin = new DatabaseSync(database.name);
+      try {
+        admin.exec(sql);
+      } finally {
+        admin.close();
+      }
+    },
+    rollBackBatchesCreating: (name) =>
+      `CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = '${name}' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END`,
+    migrateTo: async (database, count) => {
+      const db = new DatabaseSync(database.name);
+      try {
+        migrateSqlite(db, migrations.slice(0, count));
+      } finally {
+        db.close();
+      }
+    },
+  },
+  postgres: {
+    open: (database, options) =>
+      PostgresStore.open({
+        url: database.url,
+        poolSize: 4,
+        connectTimeoutMs: 2_000,
+        queryTimeoutMs: 5_000,
+        ...options,
+      }),
+    exec: async (database, sql) => {
+      const admin = postgresClient(database.url);
+      await admin.connect();
+      try {
+        await admin.query(sql);
+      } finally {
+        await admin.end();
+      }
+    },
+    // One statement carries the batch: an exception in it leaves none of it stored.
+    rollBackBatchesCreating: (name) => `
+      CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.name = '${name}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+      CREATE TRIGGER roll_back BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION roll_back();`,
+    migrateTo: (database, count) =>
+      migratePostgres(
+        { url: database.url, poolSize: 1, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 },
+        migrations.slice(0, count),
+      ),
+  },
+};
+
+export const backend = backends[TEST_BACKEND];
+export let database: TestDatabase;
+const stores: Array<PlantStore & WebhookQueue> = [];
+export let batches: number[];
+
+export async function open(options: Omit<StoreOptions, "onCommit"> = {}): Promise<PlantStore & WebhookQueue> {
+  const store = await backend.open(database, { ...options, onCommit: (size) => batches.push(size) });
+  stores.push(store);
+  return store;
+}
+
+beforeEach(async () => {
+  database = await createTestDatabase();
+  batches = [];
+});
+const closers: Array<{ close(): Promise<void> }> = [];
+
+/** The token store and webhook administration open their own connections, as the `tokens` and `webhooks` commands do. */
+export async function tokenStore(): Promise<TokenStore> {
+  const tokens = await openTokenStore(database.url, "admin");
+  closers.push(tokens);
+  return tokens;
+}
+
+export async function webhookAdmin(): Promise<WebhookAdmin> {
+  const admin = await openWebhookAdmin(database.url);
+  closers.push(admin);
+  return admin;
+}
+
+afterEach(async () => {
+  for (const closer of closers.splice(0)) await closer.close();
+  for (const store of stores.splice(0)) await store.close();
+  await database.dispose();
+});

@@ -12,8 +12,8 @@ export type EventuallyOptions = {
 /**
  * Waits for something another process, socket or timer makes true: calls `check` until it returns
  * a value other than `false`, `undefined` or `null` (or stops throwing) and returns that value.
- * This is the one place a test polls; a test never sleeps a fixed time (the lint rule
- * `plantstore/no-sleep-in-tests` says where else a timer may appear).
+ * This is the one place a test polls; a test never sleeps a fixed time (the test files' lint
+ * rules in tooling/eslint/base.js refuse bare timers; each one kept says why beside it).
  *
  * Fails after `timeoutMs` naming `what` and the last error `check` threw, if any.
  */

@@ -21,7 +21,7 @@ export type RequestSpec =
    */
   | { kind: "update"; plants: number };
 
-export type UpdatePlant = { id: number; etag: string };
+type UpdatePlant = { id: number; etag: string };
 
 export const PLANT_NAME = "Fern";
 export const PLANT_TAG = "fern";

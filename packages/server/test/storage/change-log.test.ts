@@ -1,5 +1,3 @@
-import { DatabaseSync } from "node:sqlite";
-
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import type { Change, ChangeLog } from "../../src/changes/change-log.ts";
@@ -8,13 +6,7 @@ import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
-import {
-  createTestDatabase,
-  postgresClient,
-  TEST_BACKEND,
-  type TestBackend,
-  type TestDatabase,
-} from "../support/test-database.ts";
+import { createTestDatabase, TEST_BACKEND, type TestBackend, type TestDatabase } from "../support/test-database.ts";
 
 /**
  * The change log (src/changes/change-log.ts) on the backend of this pass, called directly on the
@@ -25,33 +17,11 @@ import {
  */
 type Store = PlantStore & ChangeLog & ChangeRetention;
 
-const backends: Record<
-  TestBackend,
-  { open(database: TestDatabase): Promise<Store>; exec(sql: string): Promise<void> }
-> = {
-  sqlite: {
-    open: async (database) => SqliteStore.open({ path: database.name }),
-    exec: async (sql) => {
-      const admin = new DatabaseSync(database.name);
-      try {
-        admin.exec(sql);
-      } finally {
-        admin.close();
-      }
-    },
-  },
+const backends: Record<TestBackend, { open(database: TestDatabase): Promise<Store> }> = {
+  sqlite: { open: async (database) => SqliteStore.open({ path: database.name }) },
   postgres: {
     open: (database) =>
       PostgresStore.open({ url: database.url, poolSize: 4, connectTimeoutMs: 2_000, queryTimeoutMs: 5_000 }),
-    exec: async (sql) => {
-      const admin = postgresClient(database.url);
-      await admin.connect();
-      try {
-        await admin.query(sql);
-      } finally {
-        await admin.end();
-      }
-    },
   },
 };
 
@@ -72,7 +42,7 @@ async function closeNow(store: Store): Promise<void> {
 }
 
 const subscribe = () =>
-  backend.exec(
+  database.exec(
     "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
   );
 
@@ -175,7 +145,7 @@ describe(`the change log (${TEST_BACKEND})`, () => {
   it("gives each change of every kind the JSON, time and position of its webhook events, bare and enveloped", async () => {
     const store = await open();
     await subscribe(); // a subscriber from before event types: the bare new-plant payload
-    await backend.exec(
+    await database.exec(
       `INSERT INTO webhook_subscribers (id, url, secret, created_at, events) VALUES ('whk_all', 'http://127.0.0.1:9/', 'whsec_x', 0, ${
         TEST_BACKEND === "sqlite"
           ? "'plant.created,plant.updated,plant.deleted'"
@@ -238,7 +208,7 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     const store = await open();
     expect(await store.create({ id: 1n, name: "before" })).toBe("created");
     const head = await store.head();
-    await backend.exec(
+    await database.exec(
       TEST_BACKEND === "sqlite"
         ? "CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = 'rollback' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END"
         : `CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -253,7 +223,7 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     expect(await store.head()).toBe(head);
     expect(await store.changesAfter(head, 10)).toEqual([]);
     // A deletion whose transaction fails leaves no change either.
-    await backend.exec(
+    await database.exec(
       TEST_BACKEND === "sqlite"
         ? "CREATE TRIGGER keep BEFORE DELETE ON plants BEGIN SELECT RAISE(ROLLBACK, 'kept'); END"
         : `CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'kept'; END $$;

@@ -20,10 +20,7 @@ describe(`migrations (${TEST_BACKEND})`, () => {
     expect(status.applied).toBe(status.known);
     expect(status.known).toBeGreaterThanOrEqual(3);
     // As if the database were older than this build (another process restored it, say): /readyz answers 503.
-    await backend.exec(
-      database,
-      "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)",
-    );
+    await database.exec("DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)");
     expect(await store.migrations!()).toEqual({ applied: status.known - 1, known: status.known });
   });
 });
@@ -225,7 +222,7 @@ describe(`webhook event types (${TEST_BACKEND})`, () => {
     const admin = await webhookAdmin();
     await admin.add("http://127.0.0.1:9/deleted", SECRET, ["plant.deleted"]);
     const off = await admin.add("http://127.0.0.1:9/off", SECRET, ["plant.created", "plant.updated"]);
-    await backend.exec(database, `UPDATE webhook_subscribers SET active = false WHERE id = '${off.id}'`);
+    await database.exec(`UPDATE webhook_subscribers SET active = false WHERE id = '${off.id}'`);
     await Promise.all(Array.from({ length: 20 }, (_, i) => store.create({ id: BigInt(i), name: "x" })));
     expect(await store.update(1n, { name: "y" }, "*")).toMatchObject({ outcome: "written" });
     expect(await store.webhookBacklog()).toBe(0);
@@ -235,8 +232,7 @@ describe(`webhook event types (${TEST_BACKEND})`, () => {
 
   it("keep the subscribers of a database migrated from before event types on the bare new-plant payload", async () => {
     await backend.migrateTo(database, 5);
-    await backend.exec(
-      database,
+    await database.exec(
       "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_old', 'http://127.0.0.1:9/', 'whsec_x', 0)",
     );
     const store = await open();

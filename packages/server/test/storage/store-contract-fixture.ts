@@ -12,13 +12,7 @@ import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
 import type { TokenStore } from "../../src/storage/token-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
 import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
-import {
-  createTestDatabase,
-  postgresClient,
-  TEST_BACKEND,
-  type TestBackend,
-  type TestDatabase,
-} from "../support/test-database.ts";
+import { createTestDatabase, TEST_BACKEND, type TestBackend, type TestDatabase } from "../support/test-database.ts";
 
 /**
  * The store contract suite's fixture: each test gets a fresh database of this pass's backend
@@ -37,8 +31,6 @@ type StoreOptions = {
 
 type Backend = {
   open(database: TestDatabase, options: StoreOptions): Promise<PlantStore & WebhookQueue>;
-  /** Runs SQL beside the store, as an administrator would. */
-  exec(database: TestDatabase, sql: string): Promise<void>;
   /** A trigger that makes the database roll back the whole batch that creates a plant named `name`. */
   rollBackBatchesCreating(name: string): string;
   /** Applies the first `count` migrations only, as an older build did. */
@@ -50,14 +42,6 @@ const backends: Record<TestBackend, Backend> = {
     // SQLite has one writer per store: its batches commit one at a time whatever maxBatchesInFlight says.
     open: async (database, { maxBatchSize, onCommit }) =>
       SqliteStore.open({ path: database.name, maxBatchSize, onCommit }),
-    exec: async (database, sql) => {
-      const admin = new DatabaseSync(database.name);
-      try {
-        admin.exec(sql);
-      } finally {
-        admin.close();
-      }
-    },
     rollBackBatchesCreating: (name) =>
       `CREATE TRIGGER roll_back BEFORE INSERT ON plants WHEN NEW.name = '${name}' BEGIN SELECT RAISE(ROLLBACK, 'gone'); END`,
     migrateTo: async (database, count) => {
@@ -78,15 +62,6 @@ const backends: Record<TestBackend, Backend> = {
         queryTimeoutMs: 5_000,
         ...options,
       }),
-    exec: async (database, sql) => {
-      const admin = postgresClient(database.url);
-      await admin.connect();
-      try {
-        await admin.query(sql);
-      } finally {
-        await admin.end();
-      }
-    },
     // One statement carries the batch: an exception in it leaves none of it stored.
     rollBackBatchesCreating: (name) => `
       CREATE FUNCTION roll_back() RETURNS trigger LANGUAGE plpgsql AS $$

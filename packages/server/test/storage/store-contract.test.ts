@@ -60,7 +60,7 @@ describe(`group commit (${TEST_BACKEND})`, () => {
 
   it("fails every request of a batch whose transaction is rolled back, stores none of them, and keeps serving", async () => {
     const store = await open();
-    await backend.exec(database, backend.rollBackBatchesCreating("rollback"));
+    await database.exec(backend.rollBackBatchesCreating("rollback"));
     const results = await Promise.allSettled([
       store.create({ id: 20n, name: "ok-1" }),
       store.create({ id: 21n, name: "rollback" }),
@@ -178,8 +178,7 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
 
   it("stores names and tags exactly as sent, whatever characters they hold, and announces them so", async () => {
     const store = await open();
-    await backend.exec(
-      database,
+    await database.exec(
       "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
     );
     const names = [
@@ -214,23 +213,21 @@ describe(`two stores (two processes) on one database (${TEST_BACKEND})`, () => {
     const store = await open();
     expect(await store.create({ id: 1n, name: "before" })).toBe("created");
     expect(await store.webhookBacklog()).toBe(0);
-    await backend.exec(
-      database,
+    await database.exec(
       "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
     );
     expect(
       await Promise.all([store.create({ id: 2n, name: "after" }), store.create({ id: 3n, name: "after" })]),
     ).toEqual(["created", "created"]);
     expect(await store.webhookBacklog()).toBe(2);
-    await backend.exec(database, "UPDATE webhook_subscribers SET active = false");
+    await database.exec("UPDATE webhook_subscribers SET active = false");
     expect(await store.create({ id: 4n, name: "unsubscribed" })).toBe("created");
     expect(await store.webhookBacklog()).toBe(2);
   });
 
   it("hand each due webhook delivery to exactly one claimer (a lease; FOR UPDATE SKIP LOCKED on PostgreSQL)", async () => {
     const seeder = await open();
-    await backend.exec(
-      database,
+    await database.exec(
       "INSERT INTO webhook_subscribers (id, url, secret, created_at) VALUES ('whk_t', 'http://127.0.0.1:9/', 'whsec_x', 0)",
     );
     await Promise.all(Array.from({ length: 200 }, (_, i) => seeder.create({ id: BigInt(i), name: "x" })));

@@ -39,6 +39,8 @@ export type TestDatabase = {
   count(): Promise<number>;
   /** Any query, for tests that look deeper (webhook tables): the text per backend (`?` for SQLite, `$1` for PostgreSQL). */
   rows<R>(sql: { sqlite: string; postgres: string }, params?: unknown[]): Promise<R[]>;
+  /** SQL run beside the server, as an administrator would (one or more statements, no parameters). */
+  exec(sql: string): Promise<void>;
   dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 };
@@ -68,6 +70,14 @@ function createSqliteDatabase(): TestDatabase {
     row: async (id) => read<StoredRow>("SELECT id, name, tag FROM plants WHERE id = ?", [id], false)[0],
     count: async () => Number(read<{ n: bigint }>("SELECT count(*) AS n FROM plants", [], false)[0]!.n),
     rows: async (sql, params = []) => read(sql.sqlite, params, true),
+    exec: async (sql) => {
+      const db = new DatabaseSync(path);
+      try {
+        db.exec(sql);
+      } finally {
+        db.close();
+      }
+    },
     dispose,
     [Symbol.asyncDispose]: dispose,
   };
@@ -131,6 +141,10 @@ async function createPostgresDatabase(): Promise<TestDatabase> {
     row: async (id) => (await read<StoredRow>("SELECT id, name, tag FROM plants WHERE id = $1", [id]))[0],
     count: async () => Number((await read<{ n: bigint }>("SELECT count(*) AS n FROM plants", []))[0]!.n),
     rows: (sql, params = []) => read(sql.postgres, params),
+    // No parameters, so the simple query protocol: several statements in one call.
+    exec: async (sql) => {
+      await reader.query(sql);
+    },
     dispose,
     [Symbol.asyncDispose]: dispose,
   };

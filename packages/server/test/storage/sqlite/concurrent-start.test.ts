@@ -1,7 +1,5 @@
-import { readdirSync, readlinkSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
-// eslint-disable-next-line no-restricted-imports -- a lock held while servers start is the subject (below)
-import { setTimeout as sleep } from "node:timers/promises";
 
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -26,25 +24,31 @@ afterEach(async () => {
   await database.dispose();
 });
 
-/** Whether process `pid` has `path` open: it has reached the store's open, and now meets the lock. */
-function hasOpen(pid: number, path: string): boolean {
-  const dir = `/proc/${pid}/fd`;
-  try {
-    return readdirSync(dir).some((fd) => {
-      try {
-        return readlinkSync(`${dir}/${fd}`) === path;
-      } catch {
-        return false;
-      }
-    });
-  } catch {
-    return false;
-  }
+// The sleep system calls SQLite's busy handler waits in between its tries: nanosleep and
+// clock_nanosleep, by the kernel's numbering for this architecture.
+const SLEEP_SYSCALLS: Record<string, readonly number[]> = { x64: [35, 230], arm64: [101, 115] };
+
+/**
+ * Whether the main thread of process `pid` is asleep in a nanosleep: during start-up, before the
+ * server listens, that is SQLite's busy handler waiting for the lock the test holds. Read from
+ * /proc (the kernel's wait channel, or the system call under way), so nothing waits on a clock.
+ */
+function waitingForTheLock(pid: number): boolean {
+  const read = (file: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/${file}`, "utf8").trim();
+    } catch {
+      return "";
+    }
+  };
+  if (/nanosleep/.test(read("wchan"))) return true;
+  const syscall = Number(read("syscall").split(" ")[0]);
+  return (SLEEP_SYSCALLS[process.arch] ?? []).includes(syscall);
 }
 
 /**
- * Starts `count` servers while `holder` holds its lock, releases it once every one of them has the
- * file open and has had time to meet the lock, and returns their starts.
+ * Starts `count` servers while `holder` holds its lock, releases it once every one of them is
+ * waiting for it, and returns their starts.
  */
 async function startWhileHeld(count: number, holder: DatabaseSync, release: () => void) {
   const env = { DATABASE_URL: database.url, PLANTSTORE_TOKENS: "a-static-token-of-32-characters-or-more" };
@@ -64,14 +68,11 @@ async function startWhileHeld(count: number, holder: DatabaseSync, release: () =
     );
   }
   const settled = Promise.allSettled(starting);
-  // A process that gave up at the lock has closed the file again: its failure is the answer.
-  await eventually(() => failed || (pids.length === count && pids.every((pid) => hasOpen(pid, database.name))), {
-    what: "every server process opening the database file",
+  // A process that gave up at the lock instead of waiting has exited: its failure is the answer.
+  await eventually(() => failed || (pids.length === count && pids.every(waitingForTheLock)), {
+    what: "every server process waiting for the lock the test holds",
     timeoutMs: 20_000,
   });
-  // The subject is a lock held while the servers start: it must outlast their first statements
-  // on the file, so each one meets it.
-  await sleep(300);
   release();
   holder.close();
   return settled;

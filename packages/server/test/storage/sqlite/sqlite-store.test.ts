@@ -1,5 +1,3 @@
-import { DatabaseSync } from "node:sqlite";
-
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { SqliteStore } from "../../../src/storage/sqlite/sqlite-store.ts";
@@ -19,11 +17,9 @@ describe("SqliteStore batches", () => {
     const store = SqliteStore.open({ path: database.name });
     try {
       // A real database-side failure for one row: the trigger aborts just that statement.
-      const admin = new DatabaseSync(database.name);
-      admin.exec(
+      await database.exec(
         "CREATE TRIGGER refuse_boom BEFORE INSERT ON plants WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END",
       );
-      admin.close();
       const results = await Promise.allSettled([
         store.create({ id: 10n, name: "ok-1" }),
         store.create({ id: 11n, name: "boom" }),

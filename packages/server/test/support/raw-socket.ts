@@ -1,4 +1,6 @@
 import { connect, type Socket } from "node:net";
+// eslint-disable-next-line no-restricted-imports -- the pace of a slow client is what trickle() is for
+import { setTimeout as sleep } from "node:timers/promises";
 
 import { checkErrorAnswer } from "./harness.ts";
 
@@ -76,4 +78,15 @@ export function postHead(token: string, length: number, extra = ""): string {
     "POST /plants HTTP/1.1\r\nHost: plantstore\r\nContent-Type: application/json\r\n" +
     `Authorization: Bearer ${token}\r\nContent-Length: ${length}\r\n${extra}\r\n`
   );
+}
+
+/** Writes `text` one byte at a time, `gapMs` apart, until done or the server closes the connection. */
+export function trickle(client: RawClient, text: string, gapMs: number): void {
+  void (async () => {
+    for (const byte of text) {
+      if (client.socket.destroyed || client.socket.writableEnded) return;
+      client.write(byte);
+      await sleep(gapMs);
+    }
+  })();
 }

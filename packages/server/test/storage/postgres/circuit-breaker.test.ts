@@ -26,13 +26,41 @@ async function circuitOpen(server: ServerProcess): Promise<boolean> {
   return /plantstore_dependency_circuit_open\{dependency="postgres"\} 1/.test(metrics.text);
 }
 
+/**
+ * The server's own count of answered `POST /plants`, in total and within 100 ms (its request
+ * duration histogram's `le="0.1"` bucket): the time from the request's start to its answer's last
+ * byte, measured where the answer is made.
+ */
+async function createsAnswered(server: ServerProcess): Promise<{ all: number; within100ms: number }> {
+  const metrics = await rawRequest(server.url, {
+    method: "GET",
+    path: "/metrics",
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  const bucket = (le: string) => {
+    const line = metrics.text
+      .split("\n")
+      .find(
+        (l) =>
+          l.startsWith("plantstore_http_request_duration_seconds_bucket{") &&
+          l.includes(`le="${le}"`) &&
+          l.includes('route="/plants"') &&
+          l.includes('method="POST"'),
+      );
+    return Number(line?.split(" ").at(-1));
+  };
+  return { all: bucket("+Inf"), within100ms: bucket("0.1") };
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 describe("PostgreSQL frozen under load (silent, not refusing): the circuit breaker", () => {
-  it("answers 503 with Retry-After at once once open, serves 200 within 2 s of the thaw, and loses no answered plant", async () => {
+  it("answers 503 with Retry-After at once once open, serves 200 within 2 s of the thaw, and loses no answered plant", async ({
+    annotate,
+  }) => {
     const { database, proxy, url, dispose } = await databaseBehindProxy();
     cleanups.push(dispose);
     const server = await startServerProcess({
@@ -49,6 +77,8 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
     let openAt = 0;
     let thawedAt = 0;
+    let answeredAtOpen: Awaited<ReturnType<typeof createsAnswered>> | undefined;
+    let answeredWhileOpen: Awaited<ReturnType<typeof createsAnswered>> | undefined;
     try {
       await eventually(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, {
         what: "200s before",
@@ -58,6 +88,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
       const frozenAt = Date.now();
       await eventually(() => circuitOpen(server), { what: "the circuit to open", timeoutMs: 10_000 });
       openAt = Date.now();
+      answeredAtOpen = await createsAnswered(server);
       // Connect timeout, then FAILURES of them: about a second here.
       expect(openAt - frozenAt).toBeLessThan(QUERY_TIMEOUT_MS + 1_000 + CONNECT_TIMEOUT_MS + 2_000);
       // Enough refusals to read a p99 from, all sent after the circuit was seen open.
@@ -65,6 +96,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
         what: "answers while the circuit is open",
         timeoutMs: 20_000,
       });
+      answeredWhileOpen = await createsAnswered(server);
       const readyStarted = Date.now();
       const ready = await rawRequest(server.url, { method: "GET", path: "/readyz" });
       expect(ready.status).toBe(503);
@@ -86,11 +118,21 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
       expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
       expect(answer.retryAfter).toBe("1");
     }
-    const p99 = percentile(
+    // At once: 99% of the refusals while open took under 100 ms, on the server's own clock. Seen
+    // from this test process, which shares 2 cores with three other test files, the server, the
+    // proxy and PostgreSQL, the p99 also holds this process's scheduling delays: 253 ms in a run
+    // whose server-side times were all far below (2026-11-28), so it is reported beside the result, not bounded.
+    const refusals = {
+      all: answeredWhileOpen.all - answeredAtOpen.all,
+      within100ms: answeredWhileOpen.within100ms - answeredAtOpen.within100ms,
+    };
+    expect(refusals.all).toBeGreaterThanOrEqual(300);
+    expect(refusals.within100ms / refusals.all, JSON.stringify(refusals)).toBeGreaterThanOrEqual(0.99);
+    const clientP99 = percentile(
       whileOpen.map((a) => a.answer.ms),
       99,
     );
-    expect(p99, `p99 of ${whileOpen.length} refusals while open`).toBeLessThan(100);
+    await annotate(`p99 of ${whileOpen.length} refusals while open, seen by the test: ${clientP99} ms`);
 
     // Every answer is a 200 or the catalogued 503; every 200 is stored, whenever it was sent.
     for (const { answer } of load.answers) {

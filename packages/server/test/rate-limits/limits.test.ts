@@ -23,7 +23,7 @@ import {
 import { type ServerProcess, startServerProcess } from "../support/processes.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.ts";
-import { databaseUrlOf, issueToken, startJwksServer } from "../support/token-helpers.ts";
+import { databaseUrlOf, issueToken, startJwksServer, tampered } from "../support/token-helpers.ts";
 
 const get = (url: string, token?: string) =>
   rawRequest(url, {
@@ -481,7 +481,7 @@ describe("valid tokens from an address over its failed-authentication limit (iss
       // Wrong tokens of every shape: 429, never 401, while the window lasts.
       const wrong = [
         "wrong-6",
-        issued.token.slice(0, -3) + "zzz",
+        tampered(issued.token),
         `ps_${"0".repeat(16)}_${"A".repeat(43)}`,
         await sign(claims({ exp: Math.floor(Date.now() / 1000) - 3600 })),
         await sign(claims({ aud: "someone-else" })),
@@ -616,7 +616,7 @@ describe("valid tokens from a blocked address, two server processes sharing Redi
       let retryAfter = 0;
       for (const server of [a, b]) {
         for (const token of [staticToken, issued.token, jwt]) expect((await get(server.url, token)).status).toBe(200);
-        retryAfter = expectRateLimited(await get(server.url, issued.token.slice(0, -1) + "x"), "auth-failures", 3, 2);
+        retryAfter = expectRateLimited(await get(server.url, tampered(issued.token)), "auth-failures", 3, 2);
       }
       // Within the Retry-After announced (and 100 ms), each process answers a wrong token with 401
       // again; a 429 before that is not counted, so the two 401s are two failures of the new window.

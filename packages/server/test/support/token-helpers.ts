@@ -93,3 +93,11 @@ export async function startJwksServer(keys: unknown[]): Promise<{ url: string; f
     },
   };
 }
+
+/**
+ * `token` with its last character changed: well-formed, and never the token itself (appending a
+ * fixed "x" gave back the valid token whenever it already ended in "x", one run in 64).
+ */
+export function tampered(token: string): string {
+  return token.slice(0, -1) + (token.endsWith("x") ? "y" : "x");
+}

@@ -128,3 +128,41 @@ describe("plantstore plants update", () => {
     await expect(server.store.get(id)).resolves.toEqual({ id, name: "Kept" });
   });
 });
+
+describe("plantstore plants delete --if-match", () => {
+  it("deletes the plant when the ETag names its current revision", async () => {
+    await seed({ id: 90n, name: "Basil" });
+    const etag = await currentETag(90n);
+    await expect(runCli(["plants", "delete", "90", "--if-match", etag, ...auth])).resolves.toEqual({
+      code: 0,
+      stdout: "deleted plant 90\n",
+      stderr: "",
+    });
+    await expect(server.store.get(90n)).resolves.toBeUndefined();
+  });
+
+  it("exits 1 on a stale --if-match with a message naming the revision sent and the current one, deleting nothing", async () => {
+    await seed({ id: 91n, name: "Dill" });
+    const stale = await currentETag(91n);
+    expect((await runCli(["plants", "update", "91", "--name", "Dill A", "--if-match", stale, ...auth])).code).toBe(0);
+    const current = await currentETag(91n);
+    const result = await runCli(["plants", "delete", "91", "--if-match", stale.slice(1, -1), ...auth]);
+    expect(result).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        `plantstore: plant 91 is no longer revision ${stale} (sent as If-Match): it is now revision ${current}. ` +
+        "Nothing was changed; read it again (plantstore plants get 91) and retry " +
+        "(error 41200 PRECONDITION_FAILED, HTTP 412)\n",
+    });
+    await expect(server.store.get(91n)).resolves.toEqual({ id: 91n, name: "Dill A" });
+  });
+
+  it("exits 2 on an --if-match that is no ETag, before sending anything", async () => {
+    await seed({ id: 92n, name: "Chive" });
+    const result = await runCli(["plants", "delete", "92", "--if-match", "two words", ...auth]);
+    expect(result).toMatchObject({ code: 2, stdout: "" });
+    expect(result.stderr).toMatch(/Must be an ETag as `plants get` prints it/);
+    await expect(server.store.get(92n)).resolves.toEqual({ id: 92n, name: "Chive" });
+  });
+});

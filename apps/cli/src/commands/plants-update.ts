@@ -12,6 +12,7 @@ import type { Io } from "../io.ts";
 import { parseETag } from "../parse-etag.ts";
 import { parseId } from "../parse-id.ts";
 import { plantLine, revisionJson } from "../plant-line.ts";
+import { staleRevision } from "../stale-revision.ts";
 
 type UpdateOptions = ConnectionOptions & {
   name?: string;
@@ -36,17 +37,6 @@ function toPatch(command: Command, options: UpdateOptions): PlantPatch {
     if (parsed?.success === false) usageError(command, `invalid patch: ${field} ${parsed.error.issues[0]?.message}`);
   }
   return patch;
-}
-
-/** A 412 that says which revision was sent and which one is current, so the reader knows what to re-read. */
-function staleRevision(id: bigint, sent: string, error: PlantStorePreconditionFailedError): Error {
-  const current = error.currentETag === undefined ? "unknown (no ETag in the answer)" : error.currentETag;
-  return new PlantStorePreconditionFailedError(
-    error.code,
-    `plant ${id} is no longer revision ${sent} (sent as If-Match): it is now revision ${current}. ` +
-      `Nothing was changed; read it again (plantstore plants get ${id}) and retry`,
-    error.currentETag,
-  );
 }
 
 export function addPlantsUpdateCommand(plants: Command, io: Io): void {

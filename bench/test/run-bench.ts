@@ -13,11 +13,11 @@ export type Summary = { requests: number; status200: number; serverCpuUsPerReque
 export type Result = Record<string, unknown> & { ok: boolean; options: { loadGenerator: string } };
 
 /**
- * Runs `pnpm bench --smoke` as a process, expects exit 0, and returns its JSON result. `--out` is
- * given relative, as a user types it: it must land where pnpm says `pnpm bench` was typed
- * (INIT_CWD), not in bench/, where pnpm runs the script.
+ * Runs `pnpm bench --smoke` as a process, expects exit 0 and a passing result, and returns the
+ * JSON result with what the run printed. `--out` is given relative, as a user types it: it must
+ * land where pnpm says `pnpm bench` was typed (INIT_CWD), not in bench/, where pnpm runs the script.
  */
-export async function runBench(name: string, args: string[]): Promise<Result> {
+export async function runBenchWithOutput(name: string, args: string[]): Promise<{ result: Result; output: string }> {
   const dir = mkdtempSync(join(tmpdir(), "plantstore-bench-test-"));
   try {
     const child = spawn(process.execPath, [BENCH, "--smoke", ...args, "--out", `${name}.json`], {
@@ -31,8 +31,23 @@ export async function runBench(name: string, args: string[]): Promise<Result> {
     expect(code, output).toBe(0);
     const result = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as Result;
     expect(result.ok, output).toBe(true);
-    return result;
+    return { result, output };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `runBenchWithOutput`'s result alone. */
+export async function runBench(name: string, args: string[]): Promise<Result> {
+  return (await runBenchWithOutput(name, args)).result;
+}
+
+/** The run's targets, each checked to have answered some requests and nothing but 200s. */
+export function targetsAnsweringOnly200(result: Result): Record<string, { summary: Summary }> {
+  const targets = result["targets"] as Record<string, { summary: Summary }>;
+  for (const [name, { summary }] of Object.entries(targets)) {
+    expect(summary.requests, name).toBeGreaterThan(0);
+    expect(summary.status200, name).toBe(summary.requests);
+  }
+  return targets;
 }

@@ -17,13 +17,17 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function circuitOpen(server: ServerProcess): Promise<boolean> {
+async function scrape(server: ServerProcess): Promise<string> {
   const metrics = await rawRequest(server.url, {
     method: "GET",
     path: "/metrics",
     headers: { authorization: `Bearer ${TOKEN}` },
   });
-  return /plantstore_dependency_circuit_open\{dependency="postgres"\} 1/.test(metrics.text);
+  return metrics.text;
+}
+
+async function circuitOpen(server: ServerProcess): Promise<boolean> {
+  return /plantstore_dependency_circuit_open\{dependency="postgres"\} 1/.test(await scrape(server));
 }
 
 /**
@@ -32,21 +36,15 @@ async function circuitOpen(server: ServerProcess): Promise<boolean> {
  * byte, measured where the answer is made.
  */
 async function createsAnswered(server: ServerProcess): Promise<{ all: number; within100ms: number }> {
-  const metrics = await rawRequest(server.url, {
-    method: "GET",
-    path: "/metrics",
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
+  const lines = (await scrape(server)).split("\n");
   const bucket = (le: string) => {
-    const line = metrics.text
-      .split("\n")
-      .find(
-        (l) =>
-          l.startsWith("plantstore_http_request_duration_seconds_bucket{") &&
-          l.includes(`le="${le}"`) &&
-          l.includes('route="/plants"') &&
-          l.includes('method="POST"'),
-      );
+    const line = lines.find(
+      (l) =>
+        l.startsWith("plantstore_http_request_duration_seconds_bucket{") &&
+        l.includes(`le="${le}"`) &&
+        l.includes('route="/plants"') &&
+        l.includes('method="POST"'),
+    );
     return Number(line?.split(" ").at(-1));
   };
   return { all: bucket("+Inf"), within100ms: bucket("0.1") };

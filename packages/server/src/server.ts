@@ -5,7 +5,6 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 
 import { chainAuthenticators } from "./auth/authenticators.ts";
-import { createJwtAuthenticator } from "./auth/jwt-tokens.ts";
 import { OpaqueTokenAuthenticator } from "./auth/opaque-tokens.ts";
 import type { Authenticator } from "./auth/principal.ts";
 import { createStaticTokenAuthenticator } from "./auth/static-tokens.ts";
@@ -24,11 +23,10 @@ import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { RateLimits } from "./rate-limit/rate-limits.ts";
-import { connectRedis, disconnectRedis, redisCircuitBreaker } from "./rate-limit/redis.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
-import { isPostgresUrl } from "./storage/postgres/pool.ts";
+import { isPostgresUrl } from "./storage/postgres/url.ts";
 import { WriteHealth } from "./storage/write-health.ts";
 import { TeardownStack } from "./teardown-stack.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
@@ -165,7 +163,11 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   // Built before the issued tokens start, so that nothing can fail between their start and the
   // registration of the chain's close.
   const staticTokens = createStaticTokenAuthenticator(config.tokens);
-  const jwtTokens = config.jwt === undefined ? [] : [createJwtAuthenticator(config.jwt, options.clock)];
+  // JWT (jose) and Redis (ioredis) are imported only when configured, as PostgreSQL is (open-store.ts).
+  const jwtTokens =
+    config.jwt === undefined
+      ? []
+      : [(await import("./auth/jwt-tokens.ts")).createJwtAuthenticator(config.jwt, options.clock)];
   const opaqueTokens = await OpaqueTokenAuthenticator.start({
     store: tokenStore,
     // Background work, not a request: its lines say where they come from instead of a reqId.
@@ -179,12 +181,14 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
   teardown.defer(() => configured.close());
   const authenticator = options.authenticator ?? configured;
   const rateLimitLogger = logger.child({ component: "rate-limit" });
-  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, rateLimitLogger);
-  if (redis !== undefined) teardown.defer(() => disconnectRedis(redis));
+  const connectSharedCounting = async (url: string, prefix: string) => {
+    const { connectRedis, disconnectRedis, redisCircuitBreaker } = await import("./rate-limit/redis.ts");
+    const redis = await connectRedis(url, rateLimitLogger);
+    teardown.defer(() => disconnectRedis(redis));
+    return { client: redis, prefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
+  };
   const sharedCounting =
-    redis === undefined
-      ? undefined
-      : { client: redis, prefix: config.redisPrefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
+    config.redisUrl === undefined ? undefined : await connectSharedCounting(config.redisUrl, config.redisPrefix);
   if (sharedCounting !== undefined) teardown.defer(() => sharedCounting.breaker.stop());
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,

@@ -4,10 +4,8 @@ import type { ChangeLog } from "../changes/change-log.ts";
 import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts";
 import type { ChangeRetention } from "./change-rows.ts";
 import type { PlantStore } from "./plant-store.ts";
-import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl, type PostgresSettings } from "./postgres/pool.ts";
-import { PostgresStore } from "./postgres/postgres-store.ts";
-import { PostgresTokenStore } from "./postgres/token-store.ts";
-import { PostgresWebhookAdmin } from "./postgres/webhook-admin.ts";
+import type { PostgresSettings } from "./postgres/pool.ts";
+import { isPostgresUrl } from "./postgres/url.ts";
 import { type Durability, SqliteStore } from "./sqlite/sqlite-store.ts";
 import { SqliteTokenStore } from "./sqlite/token-store.ts";
 import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
@@ -38,9 +36,14 @@ function sqlitePath(databaseUrl: string): string {
   return path === ":memory:" ? path : resolve(path);
 }
 
-function postgresSettings(databaseUrl: string, options: OpenStoreOptions): PostgresSettings {
+async function postgresSettings(databaseUrl: string, options: OpenStoreOptions): Promise<PostgresSettings> {
+  const { DEFAULT_POSTGRES_SETTINGS } = await import("./postgres/pool.ts");
   return { ...DEFAULT_POSTGRES_SETTINGS, ...options.postgres, url: databaseUrl };
 }
+
+// The PostgreSQL modules (and `pg` under them) are imported only for a postgres:// URL, so a
+// SQLite server or command starts without loading them (server.ts does the same for ioredis and
+// jose; together a sixth of a SQLite start, measured in the README's Deployment section).
 
 /**
  * Picks the backend from `DATABASE_URL` (`sqlite:<path>`, `sqlite::memory:`, `postgres://…` or
@@ -52,8 +55,9 @@ export async function openStore(
 ): Promise<PlantStore & WebhookQueue & ChangeLog & ChangeRetention> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
+    const { PostgresStore } = await import("./postgres/postgres-store.ts");
     return PostgresStore.open({
-      ...postgresSettings(databaseUrl, options),
+      ...(await postgresSettings(databaseUrl, options)),
       onCommit: options.onCommit,
       breaker: options.postgresBreaker,
       writeHealth: options.writeHealth,
@@ -69,7 +73,8 @@ export async function openWebhookAdmin(databaseUrl: string, options: OpenStoreOp
   }
   await (await openStore(databaseUrl, options)).close();
   if (databaseUrl.startsWith("sqlite:")) return new SqliteWebhookAdmin(sqlitePath(databaseUrl));
-  return new PostgresWebhookAdmin(postgresSettings(databaseUrl, options));
+  const { PostgresWebhookAdmin } = await import("./postgres/webhook-admin.ts");
+  return new PostgresWebhookAdmin(await postgresSettings(databaseUrl, options));
 }
 
 /**
@@ -82,6 +87,9 @@ export async function openTokenStore(
   options: OpenStoreOptions = {},
 ): Promise<TokenStore> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteTokenStore.open({ path: sqlitePath(databaseUrl), role });
-  if (isPostgresUrl(databaseUrl)) return new PostgresTokenStore(postgresSettings(databaseUrl, options), role);
+  if (isPostgresUrl(databaseUrl)) {
+    const { PostgresTokenStore } = await import("./postgres/token-store.ts");
+    return new PostgresTokenStore(await postgresSettings(databaseUrl, options), role);
+  }
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

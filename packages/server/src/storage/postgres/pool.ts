@@ -32,10 +32,6 @@ export type PostgresSettings = {
 
 export const DEFAULT_POSTGRES_SETTINGS = { poolSize: 10, connectTimeoutMs: 5_000, queryTimeoutMs: 10_000 } as const;
 
-export function isPostgresUrl(url: string): boolean {
-  return url.startsWith("postgres://") || url.startsWith("postgresql://");
-}
-
 const INT8 = 20;
 
 /**

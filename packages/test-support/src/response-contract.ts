@@ -1,3 +1,5 @@
+import { get } from "node:http";
+
 import type { ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 
@@ -19,10 +21,40 @@ export type OpenApiDoc = {
 
 const RESPONSE_REF = "#/components/responses/";
 
+type Compiled = { ajv: Ajv2020; validators: Map<string, ValidateFunction> };
+
+/**
+ * Validators by document text, shared by every contract on the same document: servers started
+ * with the same settings serve the same document, and compiling its schemas with Ajv took tens
+ * of milliseconds per server otherwise, for hundreds of test servers.
+ */
+const compiledByDocument = new Map<string, Compiled>();
+
+function compiledFor(doc: OpenApiDoc): Compiled {
+  const text = JSON.stringify(doc);
+  let compiled = compiledByDocument.get(text);
+  if (compiled === undefined) {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addFormat("int32", {
+      type: "number",
+      validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+    });
+    ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) });
+    // RFC 3339 timestamps (the zod-generated schema also carries an exact pattern).
+    ajv.addFormat("date-time", {
+      type: "string",
+      validate: (s: string) => /^\d{4}-\d\d-\d\dT/.test(s) && !Number.isNaN(Date.parse(s)),
+    });
+    ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
+    compiledByDocument.set(text, (compiled = { ajv, validators: new Map() }));
+  }
+  return compiled;
+}
+
 export class ResponseContract {
   readonly #doc: OpenApiDoc;
   readonly #ajv: Ajv2020;
-  readonly #cache = new Map<string, ValidateFunction>();
+  readonly #cache: Map<string, ValidateFunction>;
   readonly #name: string;
   /** Statuses every operation may answer besides those the document lists (the seed shows only 200 and 400). */
   readonly #errorFallback: boolean;
@@ -31,18 +63,9 @@ export class ResponseContract {
     this.#name = name;
     this.#doc = doc;
     this.#errorFallback = options.errorFallback;
-    this.#ajv = new Ajv2020({ strict: false, allErrors: true });
-    this.#ajv.addFormat("int32", {
-      type: "number",
-      validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
-    });
-    this.#ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isInteger(n) });
-    // RFC 3339 timestamps (the zod-generated schema also carries an exact pattern).
-    this.#ajv.addFormat("date-time", {
-      type: "string",
-      validate: (s: string) => /^\d{4}-\d\d-\d\dT/.test(s) && !Number.isNaN(Date.parse(s)),
-    });
-    this.#ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
+    const compiled = compiledFor(doc);
+    this.#ajv = compiled.ajv;
+    this.#cache = compiled.validators;
   }
 
   /** Compiles a `$ref` into the document's components, or an inline schema whose refs point there. */
@@ -166,15 +189,32 @@ export function checkAnswer(contracts: readonly ResponseContract[], answer: Answ
 }
 
 /**
+ * GET without keep-alive (`agent: false` sends `Connection: close`): a connection left idle in a
+ * pool would hold the server's stop for its idle grace (1 s) when the test closes it.
+ */
+function getOnce(url: URL): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+      response.on("error", reject);
+    }).on("error", reject);
+  });
+}
+
+/**
  * The seed and the document the server at `baseUrl` serves, fetched from it. For the client and
  * CLI tests, which count no requests, so one more GET /openapi.json per server changes nothing.
  */
 export async function fetchContracts(baseUrl: string): Promise<ResponseContract[]> {
-  const response = await globalThis.fetch(new URL("/openapi.json", baseUrl));
+  const response = await getOnce(new URL("/openapi.json", baseUrl));
   if (response.status !== 200) throw new Error(`GET ${baseUrl}/openapi.json answered ${response.status}`);
-  const served = (await response.json()) as OpenApiDoc;
   return [
     new ResponseContract("seed openapi.json", seedDocument, { errorFallback: true }),
-    new ResponseContract(`served ${baseUrl}/openapi.json`, served, { errorFallback: false }),
+    new ResponseContract(`served ${baseUrl}/openapi.json`, JSON.parse(response.text) as OpenApiDoc, {
+      errorFallback: false,
+    }),
   ];
 }

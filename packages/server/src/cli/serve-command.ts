@@ -2,7 +2,6 @@ import type { Command } from "commander";
 
 import { envNote, SETTINGS } from "../config.ts";
 import { createLogger } from "../logger.ts";
-import { startServer } from "../server.ts";
 import { openStore } from "../storage/open-store.ts";
 import { isWorkerProcess, reportSignalsHandled, superviseWorkers } from "../workers.ts";
 import { configFrom, type ConfigOptions, databaseUrlOption } from "./command-config.ts";
@@ -35,7 +34,9 @@ export function addServeCommand(program: Command): void {
           "no PLANTSTORE_TOKENS and no JWT issuer: only tokens from `plantstore-server tokens create` are accepted",
         );
       }
-      const startup = startServer({ config, logger });
+      // The HTTP stack (Koa, tRPC, the OpenAPI generator, metrics) is imported here, not at the top:
+      // the admin commands (migrate, tokens, webhooks) share this bin and need none of it.
+      const startup = import("../server.ts").then(({ startServer }) => startServer({ config, logger }));
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         // A second signal (a cluster primary forwarding the terminal's Ctrl-C, an impatient

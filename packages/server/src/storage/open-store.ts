@@ -36,14 +36,13 @@ function sqlitePath(databaseUrl: string): string {
   return path === ":memory:" ? path : resolve(path);
 }
 
+// The PostgreSQL modules (and `pg` under them) are imported only for a postgres:// URL, so a
+// SQLite server or command starts without loading them (server.ts does the same for ioredis and
+// jose; together a sixth of a SQLite start, measured in the README's Deployment section).
 async function postgresSettings(databaseUrl: string, options: OpenStoreOptions): Promise<PostgresSettings> {
   const { DEFAULT_POSTGRES_SETTINGS } = await import("./postgres/pool.ts");
   return { ...DEFAULT_POSTGRES_SETTINGS, ...options.postgres, url: databaseUrl };
 }
-
-// The PostgreSQL modules (and `pg` under them) are imported only for a postgres:// URL, so a
-// SQLite server or command starts without loading them (server.ts does the same for ioredis and
-// jose; together a sixth of a SQLite start, measured in the README's Deployment section).
 
 /**
  * Picks the backend from `DATABASE_URL` (`sqlite:<path>`, `sqlite::memory:`, `postgres://…` or

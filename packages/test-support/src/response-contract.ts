@@ -1,5 +1,3 @@
-import { get } from "node:http";
-
 import type { ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 
@@ -189,32 +187,17 @@ export function checkAnswer(contracts: readonly ResponseContract[], answer: Answ
 }
 
 /**
- * GET without keep-alive (`agent: false` sends `Connection: close`): a connection left idle in a
- * pool would hold the server's stop for its idle grace (1 s) when the test closes it.
- */
-function getOnce(url: URL): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    get(url, { agent: false }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
-      response.on("error", reject);
-    }).on("error", reject);
-  });
-}
-
-/**
  * The seed and the document the server at `baseUrl` serves, fetched from it. For the client and
  * CLI tests, which count no requests, so one more GET /openapi.json per server changes nothing.
  */
 export async function fetchContracts(baseUrl: string): Promise<ResponseContract[]> {
-  const response = await getOnce(new URL("/openapi.json", baseUrl));
+  // `Connection: close`: a connection left idle in fetch's pool would hold the server's stop for
+  // its idle grace (1 s) when the test closes it.
+  const response = await globalThis.fetch(new URL("/openapi.json", baseUrl), { headers: { connection: "close" } });
   if (response.status !== 200) throw new Error(`GET ${baseUrl}/openapi.json answered ${response.status}`);
+  const served = (await response.json()) as OpenApiDoc;
   return [
     new ResponseContract("seed openapi.json", seedDocument, { errorFallback: true }),
-    new ResponseContract(`served ${baseUrl}/openapi.json`, JSON.parse(response.text) as OpenApiDoc, {
-      errorFallback: false,
-    }),
+    new ResponseContract(`served ${baseUrl}/openapi.json`, served, { errorFallback: false }),
   ];
 }

@@ -43,7 +43,11 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
   const cancelDelete = useRef<HTMLButtonElement>(null);
   const conflictHeading = useRef<HTMLHeadingElement>(null);
 
+  /** Fields typed into since the plant was opened or last shown as stored. */
+  const typed = useRef({ name: false, tag: false });
+
   const show = (read: PlantRevision) => {
+    typed.current = { name: false, tag: false };
     setRevision(read);
     setName(read.plant.name);
     setTag(read.plant.tag ?? "");
@@ -55,9 +59,14 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
     setConflict(undefined);
     setConfirming(false);
     setNotice(undefined);
+    typed.current = { name: false, tag: false };
     client.getPlant(id, { signal: stop.signal }).then(
       (read) => {
-        show(read);
+        // The form is editable at once, from the table's copy: what the person typed before the
+        // revision arrived is their edit, kept and saved against that revision, not overwritten.
+        setRevision(read);
+        if (!typed.current.name) setName(read.plant.name);
+        if (!typed.current.tag) setTag(read.plant.tag ?? "");
         setError(undefined);
       },
       (thrown: unknown) => {
@@ -155,9 +164,23 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
       </h2>
       <form aria-label={`Edit plant ${idText}`} onSubmit={submit}>
         <label htmlFor="edit-name">Name</label>
-        <input id="edit-name" value={name} onChange={(event) => setName(event.target.value)} />
+        <input
+          id="edit-name"
+          value={name}
+          onChange={(event) => {
+            typed.current.name = true;
+            setName(event.target.value);
+          }}
+        />
         <label htmlFor="edit-tag">Tag</label>
-        <input id="edit-tag" value={tag} onChange={(event) => setTag(event.target.value)} />
+        <input
+          id="edit-tag"
+          value={tag}
+          onChange={(event) => {
+            typed.current.tag = true;
+            setTag(event.target.value);
+          }}
+        />
         <button type="submit" disabled={busy || revision === undefined || conflict !== undefined}>
           Save
         </button>

@@ -166,6 +166,35 @@ describe("deleting a plant", () => {
   });
 });
 
+describe("editing a plant", () => {
+  it("keeps what was typed while the plant's revision was still being read, and saves it", async () => {
+    await elsewhere.createPlant({ id: 4141n, name: "Slow", tag: "read" });
+    await row(page, "4141").waitFor();
+    // The editor opens from the table's copy and reads the plant's revision (its ETag) meanwhile:
+    // hold that read until the person has typed, as a slow network would.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = new Promise<void>((resolve) => {
+      void page.route(/\/plants\/4141$/, async (route) => {
+        resolve();
+        await released;
+        await route.continue();
+      });
+    });
+    const form = await openPlant(page, "4141");
+    await held;
+    await form.getByLabel("Name", { exact: true }).fill("Quick");
+    release();
+    await form.getByRole("button", { name: "Save", exact: true }).click();
+    await row(page, "4141").filter({ hasText: "Quick" }).waitFor();
+    await page.unroute(/\/plants\/4141$/);
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Quick");
+    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("read");
+    await expect(server.store.get(4141n)).resolves.toMatchObject({ name: "Quick", tag: "read" });
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+});
+
 describe("changes made elsewhere", () => {
   it("arrive live in a second tab: a create, an edit and a delete", async () => {
     const second = await signedInTab();

@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { runBenchWithOutput, type Summary } from "./run-bench.ts";
 
 // The harness with --auth: a third target, authenticated another way, answering only 200s.
-// Speed is never asserted.
-describe("pnpm bench --smoke --auth", () => {
+// Speed is never asserted. Side by side: each run is three servers' short rounds, as light as a
+// by-id smoke, and one after the other they made this the slowest file.
+describe.concurrent("pnpm bench --smoke --auth", () => {
   it.each([["opaque"], ["jwt"]])(
     "--auth %s measures a third target beside ours and reports their ratio",
     { timeout: 120_000 },

@@ -45,6 +45,9 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
 
   /** Fields typed into since the plant was opened or last shown as stored. */
   const typed = useRef({ name: false, tag: false });
+  /** The fields as typed, for the read that arrives after the typing. */
+  const fields = useRef({ name, tag });
+  fields.current = { name, tag };
 
   const show = (read: PlantRevision) => {
     typed.current = { name: false, tag: false };
@@ -60,14 +63,29 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
     setConfirming(false);
     setNotice(undefined);
     typed.current = { name: false, tag: false };
+    // The table's copy, which the form shows (and the person may edit) until the revision arrives.
+    const opened = plant;
     client.getPlant(id, { signal: stop.signal }).then(
       (read) => {
-        // The form is editable at once, from the table's copy: what the person typed before the
-        // revision arrived is their edit, kept and saved against that revision, not overwritten.
         setRevision(read);
-        if (!typed.current.name) setName(read.plant.name);
-        if (!typed.current.tag) setTag(read.plant.tag ?? "");
         setError(undefined);
+        const { name: nameTyped, tag: tagTyped } = typed.current;
+        const changed = read.plant.name !== opened.name || (read.plant.tag ?? null) !== (opened.tag ?? null);
+        if ((nameTyped || tagTyped) && changed) {
+          // What the person typed before the revision arrived is their edit, made on the table's
+          // copy: the stored plant differs from that copy, so the edit was made on a revision they
+          // never saw. The form keeps what they see, and they choose as after a 412.
+          const { name: typedName, tag: typedTag } = fields.current;
+          setConflict({
+            base: opened,
+            current: read,
+            edit: { name: typedName, tag: typedTag === "" ? null : typedTag },
+          });
+          return;
+        }
+        // Typing is kept, never overwritten by the read; the fields not typed into show the stored plant.
+        if (!nameTyped) setName(read.plant.name);
+        if (!tagTyped) setTag(read.plant.tag ?? "");
       },
       (thrown: unknown) => {
         if (!stop.signal.aborted) setError(thrown);

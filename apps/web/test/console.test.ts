@@ -167,30 +167,67 @@ describe("deleting a plant", () => {
 });
 
 describe("editing a plant", () => {
+  /**
+   * The editor opens from the table's copy and reads the plant's revision (its ETag) meanwhile:
+   * this holds that read, as a slow network would, until `release`; `stop` ends the holding.
+   */
+  async function holdPlantRead(tab: Page, id: string) {
+    const url = new RegExp(`/plants/${id}$`);
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let seen = () => {};
+    const held = new Promise<void>((resolve) => (seen = resolve));
+    await tab.route(url, async (route) => {
+      seen();
+      await released;
+      await route.continue();
+    });
+    return { held, release, stop: () => tab.unroute(url) };
+  }
+
   it("keeps what was typed while the plant's revision was still being read, and saves it", async () => {
     await elsewhere.createPlant({ id: 4141n, name: "Slow", tag: "read" });
     await row(page, "4141").waitFor();
-    // The editor opens from the table's copy and reads the plant's revision (its ETag) meanwhile:
-    // hold that read until the person has typed, as a slow network would.
-    let release = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const held = new Promise<void>((resolve) => {
-      void page.route(/\/plants\/4141$/, async (route) => {
-        resolve();
-        await released;
-        await route.continue();
-      });
-    });
+    const read = await holdPlantRead(page, "4141");
     const form = await openPlant(page, "4141");
-    await held;
+    await read.held;
     await form.getByLabel("Name", { exact: true }).fill("Quick");
-    release();
+    read.release();
     await form.getByRole("button", { name: "Save", exact: true }).click();
     await row(page, "4141").filter({ hasText: "Quick" }).waitFor();
-    await page.unroute(/\/plants\/4141$/);
+    await read.stop();
     expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Quick");
     expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("read");
     await expect(server.store.get(4141n)).resolves.toMatchObject({ name: "Quick", tag: "read" });
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+
+  it("shows what was typed before the revision arrived as an edit of a plant that changed meanwhile, not saved unseen", async () => {
+    await elsewhere.createPlant({ id: 4142n, name: "Opening", tag: "read" });
+    await row(page, "4142").waitFor();
+    const read = await holdPlantRead(page, "4142");
+    const form = await openPlant(page, "4142");
+    await read.held;
+    await form.getByLabel("Name", { exact: true }).fill("Typed early");
+    // Changed elsewhere after the table showed it, before the editor's read answered.
+    const before = await elsewhere.getPlant(4142n);
+    await elsewhere.updatePlant(4142n, { tag: "moved" }, { ifMatch: before.etag });
+    read.release();
+    const changed = page.getByRole("table", { name: "What changed" });
+    await changed.waitFor();
+    expect(await changed.getByRole("row").allTextContents()).toEqual([
+      "FieldWhen you opened itStored nowYour edit",
+      "NameOpeningOpeningTyped early",
+      "Tagreadmovedread",
+    ]);
+    await expect(server.store.get(4142n)).resolves.toMatchObject({ name: "Opening", tag: "moved" });
+    // The form still shows what the person sees as their edit, which re-applying saves.
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Typed early");
+    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("read");
+    await page.getByRole("button", { name: "Re-apply my edit", exact: true }).click();
+    await row(page, "4142").filter({ hasText: "Typed early" }).waitFor();
+    await expect(server.store.get(4142n)).resolves.toMatchObject({ name: "Typed early", tag: "read" });
+    await read.stop();
     await form.getByRole("button", { name: "Close", exact: true }).click();
   });
 });

@@ -51,3 +51,16 @@ export function targetsAnsweringOnly200(result: Result): Record<string, { summar
   }
   return targets;
 }
+
+/**
+ * A by-id scenario (`read`, `update`) under `generator`: ours, its durable floor and the baseline
+ * each answered only 200s, and the run reports ours against the floor.
+ */
+export async function expectByIdRun(scenario: "read" | "update", generator: "autocannon" | "wrk"): Promise<void> {
+  const result = await runBench(scenario, ["--scenario", scenario, "--load-generator", generator]);
+  expect(result.options.loadGenerator).toBe(generator);
+  const targets = targetsAnsweringOnly200(result);
+  expect(Object.keys(targets).sort()).toEqual(["baseline", "floor", "ours"]);
+  const ratios = result["ratios"] as Array<{ name: string; against: string }>;
+  expect(ratios.map((r) => `${r.name} / ${r.against}`)).toContain("ours / floor");
+}

@@ -6,7 +6,7 @@ import {
   PlantStoreError,
   PlantStorePreconditionFailedError,
 } from "@plantstore/client";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import { type ChangeEvent, type FormEvent, useEffect, useRef, useState } from "react";
 
 import { ErrorAlert } from "./error-alert.tsx";
 
@@ -48,6 +48,10 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
   /** The fields as typed, for the read that arrives after the typing. */
   const fields = useRef({ name, tag });
   fields.current = { name, tag };
+  const typeInto = (field: "name" | "tag", set: (value: string) => void) => (event: ChangeEvent<HTMLInputElement>) => {
+    typed.current[field] = true;
+    set(event.target.value);
+  };
 
   const show = (read: PlantRevision) => {
     typed.current = { name: false, tag: false };
@@ -182,23 +186,9 @@ export function PlantEditor({ client, plant, onSaved, onDeleted, onClose }: Prop
       </h2>
       <form aria-label={`Edit plant ${idText}`} onSubmit={submit}>
         <label htmlFor="edit-name">Name</label>
-        <input
-          id="edit-name"
-          value={name}
-          onChange={(event) => {
-            typed.current.name = true;
-            setName(event.target.value);
-          }}
-        />
+        <input id="edit-name" value={name} onChange={typeInto("name", setName)} />
         <label htmlFor="edit-tag">Tag</label>
-        <input
-          id="edit-tag"
-          value={tag}
-          onChange={(event) => {
-            typed.current.tag = true;
-            setTag(event.target.value);
-          }}
-        />
+        <input id="edit-tag" value={tag} onChange={typeInto("tag", setTag)} />
         <button type="submit" disabled={busy || revision === undefined || conflict !== undefined}>
           Save
         </button>

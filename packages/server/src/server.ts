@@ -26,7 +26,7 @@ import { RateLimits } from "./rate-limit/rate-limits.ts";
 import { appRouter } from "./router/root.ts";
 import { openStore, openTokenStore } from "./storage/open-store.ts";
 import type { PlantStore } from "./storage/plant-store.ts";
-import { isPostgresUrl } from "./storage/postgres/url.ts";
+import { isPostgresUrl } from "./storage/postgres/settings.ts";
 import { WriteHealth } from "./storage/write-health.ts";
 import { TeardownStack } from "./teardown-stack.ts";
 import { startDispatcher } from "./webhooks/dispatcher.ts";
@@ -185,11 +185,12 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     const { connectRedis, disconnectRedis, redisCircuitBreaker } = await import("./rate-limit/redis.ts");
     const redis = await connectRedis(url, rateLimitLogger);
     teardown.defer(() => disconnectRedis(redis));
-    return { client: redis, prefix, breaker: redisCircuitBreaker(redis, rateLimitLogger, metrics) };
+    const breaker = redisCircuitBreaker(redis, rateLimitLogger, metrics);
+    teardown.defer(() => breaker.stop());
+    return { client: redis, prefix, breaker };
   };
   const sharedCounting =
     config.redisUrl === undefined ? undefined : await connectSharedCounting(config.redisUrl, config.redisPrefix);
-  if (sharedCounting !== undefined) teardown.defer(() => sharedCounting.breaker.stop());
   const rateLimits = new RateLimits({
     token: config.rateLimits.token,
     authFailures: config.rateLimits.authFailures,

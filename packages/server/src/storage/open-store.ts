@@ -5,7 +5,7 @@ import type { PostgresBreakerSettings } from "../resilience/postgres-breaker.ts"
 import type { ChangeRetention } from "./change-rows.ts";
 import type { PlantStore } from "./plant-store.ts";
 import type { PostgresSettings } from "./postgres/pool.ts";
-import { isPostgresUrl } from "./postgres/url.ts";
+import { DEFAULT_POSTGRES_SETTINGS, isPostgresUrl } from "./postgres/settings.ts";
 import { type Durability, SqliteStore } from "./sqlite/sqlite-store.ts";
 import { SqliteTokenStore } from "./sqlite/token-store.ts";
 import { SqliteWebhookAdmin } from "./sqlite/webhook-admin.ts";
@@ -36,11 +36,7 @@ function sqlitePath(databaseUrl: string): string {
   return path === ":memory:" ? path : resolve(path);
 }
 
-// The PostgreSQL modules (and `pg` under them) are imported only for a postgres:// URL, so a
-// SQLite server or command starts without loading them (server.ts does the same for ioredis and
-// jose; together a sixth of a SQLite start, measured in the README's Deployment section).
-async function postgresSettings(databaseUrl: string, options: OpenStoreOptions): Promise<PostgresSettings> {
-  const { DEFAULT_POSTGRES_SETTINGS } = await import("./postgres/pool.ts");
+function postgresSettings(databaseUrl: string, options: OpenStoreOptions): PostgresSettings {
   return { ...DEFAULT_POSTGRES_SETTINGS, ...options.postgres, url: databaseUrl };
 }
 
@@ -54,9 +50,12 @@ export async function openStore(
 ): Promise<PlantStore & WebhookQueue & ChangeLog & ChangeRetention> {
   if (databaseUrl.startsWith("sqlite:")) return SqliteStore.open({ path: sqlitePath(databaseUrl), ...options });
   if (isPostgresUrl(databaseUrl)) {
+    // The PostgreSQL modules (and `pg` under them) are imported only for a postgres:// URL, here
+    // and below, so a SQLite server or command starts without them (server.ts does the same for
+    // ioredis and jose; together a sixth of a SQLite start, the README's Deployment section).
     const { PostgresStore } = await import("./postgres/postgres-store.ts");
     return PostgresStore.open({
-      ...(await postgresSettings(databaseUrl, options)),
+      ...postgresSettings(databaseUrl, options),
       onCommit: options.onCommit,
       breaker: options.postgresBreaker,
       writeHealth: options.writeHealth,
@@ -73,7 +72,7 @@ export async function openWebhookAdmin(databaseUrl: string, options: OpenStoreOp
   await (await openStore(databaseUrl, options)).close();
   if (databaseUrl.startsWith("sqlite:")) return new SqliteWebhookAdmin(sqlitePath(databaseUrl));
   const { PostgresWebhookAdmin } = await import("./postgres/webhook-admin.ts");
-  return new PostgresWebhookAdmin(await postgresSettings(databaseUrl, options));
+  return new PostgresWebhookAdmin(postgresSettings(databaseUrl, options));
 }
 
 /**
@@ -88,7 +87,7 @@ export async function openTokenStore(
   if (databaseUrl.startsWith("sqlite:")) return SqliteTokenStore.open({ path: sqlitePath(databaseUrl), role });
   if (isPostgresUrl(databaseUrl)) {
     const { PostgresTokenStore } = await import("./postgres/token-store.ts");
-    return new PostgresTokenStore(await postgresSettings(databaseUrl, options), role);
+    return new PostgresTokenStore(postgresSettings(databaseUrl, options), role);
   }
   throw new Error(`DATABASE_URL: unsupported scheme ${JSON.stringify(databaseUrl.split(":")[0])}; ${USAGE}`);
 }

@@ -30,8 +30,6 @@ export type PostgresSettings = {
   onIdleError?: (error: Error) => void;
 };
 
-export const DEFAULT_POSTGRES_SETTINGS = { poolSize: 10, connectTimeoutMs: 5_000, queryTimeoutMs: 10_000 } as const;
-
 const INT8 = 20;
 
 /**

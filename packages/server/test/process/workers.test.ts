@@ -16,7 +16,8 @@ describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEN
       PLANTSTORE_TOKENS: token,
       DATABASE_URL: database.url,
       PLANTSTORE_PG_POOL_SIZE: "4",
-      PLANTSTORE_LOG_LEVEL: "warn",
+      // The access lines too: three processes write to one stdout, and each line must stay whole.
+      PLANTSTORE_LOG_LEVEL: "info",
     }).catch(async (error: unknown) => {
       await database.dispose();
       throw error;
@@ -48,6 +49,12 @@ describe(`plantstore-server serve with PLANTSTORE_WORKERS=2 on one ${TEST_BACKEN
       child.kill("SIGTERM");
       expect((await server.exited).code, server.output()).toBe(0);
       expect(await database.count()).toBe(300);
+      const lines = server
+        .output()
+        .split("\n")
+        .filter((line) => line.length > 0);
+      for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
+      expect(lines.filter((line) => line.includes('"route":"/plants"'))).toHaveLength(900);
     } finally {
       child.kill("SIGKILL");
       await database.dispose();

@@ -33,7 +33,21 @@ const IDLE_SWEEP_MS = 100;
 const STALL_CHECK_MS = 1_000;
 
 const kResponse = Symbol("plantstore.response");
-type SocketWithResponse = Socket & { [kResponse]?: ServerResponse };
+type SocketWithResponse = Socket & { [kResponse]?: ServerResponse | undefined };
+
+/**
+ * A finished answer is let go of at once: the drain only marks unfinished ones. Held until the
+ * connection's next request instead, each keep-alive connection kept its last response (headers
+ * and all) alive through the young generation's collections, which then copied it: with 32
+ * connections 115 KB survived each scavenge against 8 KB without (`--trace-gc-nvp`, a
+ * `GET /plants/{id}` load), and a scavenge paused 0.59 ms against 0.43. A shared function rather
+ * than a closure, so the listener allocates nothing; Node detaches the socket from the response
+ * before "finish" reaches it, so the socket is found through the request.
+ */
+function forgetFinished(this: ServerResponse): void {
+  const socket = this.req.socket as SocketWithResponse;
+  if (socket[kResponse] === this) socket[kResponse] = undefined;
+}
 
 /**
  * Owns the lifecycle of the API port's connections: a cap on how many are open at once (so idle or
@@ -73,6 +87,7 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
   server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
     if (draining) closeAfter(res);
     (req.socket as SocketWithResponse)[kResponse] = res;
+    res.on("finish", forgetFinished);
   });
 
   return {

@@ -1,32 +1,20 @@
 import { type LevelWithSilent, type Logger, pino } from "pino";
 
-/** The most one write(2) carries atomically to a pipe: PIPE_BUF. */
-const PIPE_BUF = 4096;
-
 /**
- * Lines are written to stdout in blocks rather than one write(2) each: one write per line was
- * 12-20% of the server's CPU per request, the largest single entry of its profile (bench/README.md).
- *
- * How large a block may be depends on who else writes to the same stdout:
- * - alone (one process, the default), blocks of up to 64 KB, the size of a Linux pipe's buffer.
- *   Each write goes through libuv's thread pool, and on the server's core that hand-off costs far
- *   more than the bytes: pino with the access line's fields, 400k lines through a pipe, server and
- *   reader pinned to a core each, took 5.1-7.1 µs of CPU per line in 4 KB blocks, 2.9-3.1 in
- *   16 KB, 2.5 in 32 KB and 2.2-2.3 in 64 KB (2.1-2.4 with synchronous writes, which would block
- *   the server whenever the log's reader falls behind);
- * - shared (PLANTSTORE_WORKERS > 1: the workers and the primary inherit one stdout), blocks of at
- *   most PIPE_BUF, so each is one atomic write and no process's block splits another's line.
- * Lines that arrive while a block is being written start the next one rather than grow it past
- * the bound; only a single line longer than the bound goes out alone, over it.
+ * Lines are written to stdout in blocks of about this many bytes (some 15 access lines) rather
+ * than one write(2) each. No block passes PIPE_BUF (lines that arrive while a block is being
+ * written start the next one rather than grow it past that), so each is one atomic write to a
+ * pipe; only a single line longer than PIPE_BUF goes out alone, over it.
+ * Measured (bench/README.md): one write per line was 12-20% of the server's CPU per request, the
+ * largest single entry of its profile. Larger blocks, tried and dropped: each write's hand-off to
+ * libuv's thread pool costs more than its bytes (pino's access lines through a pipe, pinned: 5.1 µs
+ * of CPU per line in 4 KB blocks, 2.2 in 64 KB), but in `pnpm bench` 64 KB blocks gained nothing
+ * (reads 0.99x, creations 1.00-1.04x against 4 KB, side by side) and the create path's p99 grew
+ * with the block (12.4 ms at 4 KB, 17.2 at 16 KB, 22.2 at 64 KB, one run side by side).
  */
-export type LogOutput = { sharedStdout: boolean };
-
-export function logBlockBytes({ sharedStdout }: LogOutput): { minLength: number; maxWrite: number } {
-  const maxWrite = sharedStdout ? PIPE_BUF : 64 * 1024;
-  // Room for one more line before the bound: a block goes out once it passes minLength.
-  return { minLength: maxWrite - 512, maxWrite };
-}
-
+const LOG_BLOCK_BYTES = 4000;
+/** The most one write(2) carries: PIPE_BUF, the size up to which a write to a pipe is atomic. */
+const PIPE_BUF = 4096;
 /** A block that is not full goes out after this long anyway, so a quiet server's lines still appear. */
 const LOG_FLUSH_MS = 100;
 /** pino's numeric level of `warn`: warnings and errors are flushed at once, not held for a full block. */
@@ -37,17 +25,13 @@ const WARN = 40;
  * logger; the redaction below is a second line of defence.
  *
  * Writes are asynchronous and batched: a log line must not cost a write(2) on the request path.
- * What is held is at most one block (see logBlockBytes) or 100 ms of info lines, whichever is less;
- * pino writes it out when the process exits (also on SIGTERM/SIGINT, which end the server through
- * a normal exit). A SIGKILL or a power cut can lose those last info lines, and never anything stored: a 200 waits for the database, not for
+ * What is held is at most ~4 KB or 100 ms of info lines; pino writes it out when the process exits
+ * (also on SIGTERM/SIGINT, which end the server through a normal exit). A SIGKILL or a power cut
+ * can lose those last info lines, and never anything stored: a 200 waits for the database, not for
  * the log. A warning or an error is written at once, or, when a block is being written at that
  * moment, with the next one (SonicBoom defers a flush behind a write in progress), within 100 ms.
  */
-export function createLogger(
-  level: LevelWithSilent,
-  destination?: NodeJS.WritableStream,
-  output: LogOutput = { sharedStdout: false },
-): Logger {
+export function createLogger(level: LevelWithSilent, destination?: NodeJS.WritableStream): Logger {
   const options = {
     level,
     base: { service: "plantstore" },
@@ -62,7 +46,8 @@ export function createLogger(
   const stdout = pino.destination({
     dest: 1,
     sync: false,
-    ...logBlockBytes(output),
+    minLength: LOG_BLOCK_BYTES,
+    maxWrite: PIPE_BUF,
     periodicFlush: LOG_FLUSH_MS,
     contentMode: "buffer",
   });

@@ -21,8 +21,7 @@ export function addServeCommand(program: Command): void {
     .addOption(databaseUrlOption("sqlite:<path>, sqlite::memory: or postgres://…"))
     .action(async (options: ConfigOptions) => {
       const config = configFrom(options);
-      // With workers, this process and each worker write to the one stdout they share.
-      const logger = createLogger(config.logLevel, undefined, { sharedStdout: config.workers > 1 });
+      const logger = createLogger(config.logLevel);
       if (config.workers > 1 && !isWorkerProcess()) {
         if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
         // Migrate once, before any worker opens the database.

@@ -23,7 +23,9 @@ async function withAdmin<T>(options: DbOptions, work: (admin: WebhookAdmin) => P
 }
 
 /** What a subscriber receives, as `webhooks add` and `list` say it. */
-const eventsText = (s: Subscriber) => (s.events === null ? "new plants, bare payload" : s.events.join(","));
+/** What a subscriber without event types receives, as `list` and `deliveries` name it. */
+const BARE_PAYLOAD = "new plants, bare payload";
+const eventsText = (s: Subscriber) => (s.events === null ? BARE_PAYLOAD : s.events.join(","));
 
 const print = (json: boolean, value: unknown, text: string) =>
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
@@ -116,7 +118,7 @@ export function addWebhooksCommand(program: Command): void {
         rows
           .map(
             (d) =>
-              `${d.id}  ${d.status}  attempts ${d.attempts}  ${d.messageId}  ${d.subscriberId}` +
+              `${d.id}  ${d.status}  attempts ${d.attempts}  ${d.messageId}  ${d.subscriberId}  ${d.event ?? BARE_PAYLOAD}` +
               (d.lastStatus !== null || d.lastError !== null
                 ? `  last: ${d.lastStatus ?? ""} ${d.lastError ?? ""}`
                 : "") +

@@ -20,6 +20,8 @@ export type Subscriber = {
 export type DeliveryRow = {
   id: number;
   messageId: string;
+  /** What the delivery sends: a Standard Webhooks envelope of this type; null: the bare new-plant payload (a subscriber without event types). */
+  event: WebhookEventType | null;
   subscriberId: string;
   status: string;
   attempts: number;

@@ -20,6 +20,7 @@ export type StoredSubscriber = {
 export type StoredDelivery = {
   id: Integer;
   message_id: string;
+  type: string | null;
   subscriber_id: string;
   status: string;
   attempts: Integer;
@@ -52,6 +53,7 @@ export function deliveryFromRow(row: StoredDelivery): DeliveryRow {
   return {
     id: Number(row.id),
     messageId: row.message_id,
+    event: row.type as WebhookEventType | null,
     subscriberId: row.subscriber_id,
     status: row.status,
     attempts: Number(row.attempts),

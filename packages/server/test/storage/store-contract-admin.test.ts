@@ -280,6 +280,8 @@ describe(`webhook deliveries and their administration (${TEST_BACKEND})`, () => 
       {
         id: claimed!.deliveryId,
         messageId: claimed!.messageId,
+        // A subscriber added without event types gets the bare new-plant payload.
+        event: null,
         subscriberId: subscriber.id,
         status: "pending",
         attempts: 1,

@@ -101,6 +101,23 @@ describe("webhook event types", () => {
     expect(new Set(chosen.received.map((r) => r.headers["webhook-id"])).size).toBe(3);
 
     expect(legacy.received.map(verified)).toEqual(['{"id":9223372036854775807,"name":"Fern","tag":"green"}']);
+
+    // Each delivery says which event it sends, newest first.
+    const deliveries = await webhooksCli(server, ["deliveries", "--json"]);
+    expect(deliveries.code, deliveries.stdout).toBe(0);
+    const sent = (JSON.parse(deliveries.stdout) as Array<{ subscriberId: string; event: string | null }>).map((d) => [
+      d.subscriberId === (JSON.parse(added.stdout) as { id: string }).id ? "chosen" : "legacy",
+      d.event,
+    ]);
+    expect(sent).toEqual([
+      ["chosen", "plant.deleted"],
+      ["chosen", "plant.updated"],
+      ["chosen", "plant.created"],
+      ["legacy", null],
+    ]);
+    const text = (await webhooksCli(server, ["deliveries"])).stdout;
+    expect(text).toContain("  plant.updated");
+    expect(text).toContain("  new plants, bare payload");
   });
 
   it("webhooks add refuses an unknown event type", async () => {

@@ -69,7 +69,7 @@ export class SqliteWebhookAdmin implements WebhookAdmin {
     const where = options.failedOnly ? "WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)" : "";
     const rows = this.#db
       .prepare(
-        `SELECT d.id, e.message_id, d.subscriber_id, d.status, d.attempts, d.next_attempt_at, d.last_status, d.last_error
+        `SELECT d.id, e.message_id, e.type, d.subscriber_id, d.status, d.attempts, d.next_attempt_at, d.last_status, d.last_error
          FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id ${where}
          ORDER BY d.id DESC LIMIT ?`,
       )

@@ -22,9 +22,9 @@ async function withAdmin<T>(options: DbOptions, work: (admin: WebhookAdmin) => P
   );
 }
 
-/** What a subscriber receives, as `webhooks add` and `list` say it. */
-/** What a subscriber without event types receives, as `list` and `deliveries` name it. */
+/** What a subscriber without event types receives, as `add`, `list` and `deliveries` name it. */
 const BARE_PAYLOAD = "new plants, bare payload";
+/** What a subscriber receives, as `webhooks add` and `list` say it. */
 const eventsText = (s: Subscriber) => (s.events === null ? BARE_PAYLOAD : s.events.join(","));
 
 const print = (json: boolean, value: unknown, text: string) =>

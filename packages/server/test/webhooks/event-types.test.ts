@@ -105,8 +105,9 @@ describe("webhook event types", () => {
     // Each delivery says which event it sends, newest first.
     const deliveries = await webhooksCli(server, ["deliveries", "--json"]);
     expect(deliveries.code, deliveries.stdout).toBe(0);
+    const chosenId = (JSON.parse(added.stdout) as { id: string }).id;
     const sent = (JSON.parse(deliveries.stdout) as Array<{ subscriberId: string; event: string | null }>).map((d) => [
-      d.subscriberId === (JSON.parse(added.stdout) as { id: string }).id ? "chosen" : "legacy",
+      d.subscriberId === chosenId ? "chosen" : "legacy",
       d.event,
     ]);
     expect(sent).toEqual([

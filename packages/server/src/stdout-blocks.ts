@@ -1,0 +1,166 @@
+import { constants, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
+
+import { pino } from "pino";
+
+/**
+ * Lines are written to stdout in blocks of about this many bytes (some 25 access lines) rather
+ * than one write(2) each. No block passes PIPE_BUF, so each is one atomic write to a pipe; only a
+ * single line longer than a block goes out alone, over it.
+ * Measured (bench/README.md): one write per line was 12-20% of the server's CPU per request, the
+ * largest single entry of its profile. Larger blocks, tried and dropped: in `pnpm bench` 64 KB
+ * blocks gained nothing (reads 0.99x, creations 1.00-1.04x against 4 KB, side by side) and the
+ * create path's p99 grew with the block (12.4 ms at 4 KB, 17.2 at 16 KB, 22.2 at 64 KB).
+ */
+const BLOCK_BYTES = 4000;
+/** The most one write(2) carries: PIPE_BUF, the size up to which a write to a pipe is atomic. */
+const PIPE_BUF = 4096;
+/** A block that is not full goes out after this long anyway, so a quiet server's lines still appear. */
+const FLUSH_MS = 100;
+/** O_NONBLOCK in /proc/self/fdinfo's octal `flags` (Linux; the same bit on every architecture Node runs on there). */
+const O_NONBLOCK_BIT = 0o4000;
+
+export type LineSink = {
+  write(line: string): boolean;
+  /** Hands the block being filled to the writer now (a warning or an error is not held back). */
+  flush(done?: (error?: Error) => void): void;
+};
+
+/**
+ * A descriptor of stdout that never blocks a write, where one can be had without changing how
+ * anyone else writes to it; else undefined. Only on Linux:
+ * - a pipe or a terminal (or /dev/null) is opened again through /proc, as a description of our
+ *   own in non-blocking mode: a full pipe answers EAGAIN to us and nothing changes for whoever
+ *   else writes to it (the shell, other processes);
+ * - a socket (a Node parent's `stdio: "pipe"`, journald) cannot be opened again. Node's own
+ *   `process.stdout` puts it in non-blocking mode (libuv's `uv_pipe_open`, as in any Node program
+ *   that writes to stdout), and that is checked in /proc before it is relied on;
+ * - a regular file is left to the asynchronous writer: a write to it does not wait for a reader,
+ *   but may wait for the disk.
+ */
+function nonBlockingStdout(): number | undefined {
+  if (process.platform !== "linux") return undefined;
+  try {
+    const stdout = fstatSync(1);
+    if (stdout.isFIFO() || stdout.isCharacterDevice()) {
+      return openSync("/proc/self/fd/1", constants.O_WRONLY | constants.O_NONBLOCK);
+    }
+    if (stdout.isSocket()) {
+      void process.stdout;
+      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync("/proc/self/fdinfo/1", "utf8"))?.[1];
+      return flags !== undefined && (Number.parseInt(flags, 8) & O_NONBLOCK_BIT) !== 0 ? 1 : undefined;
+    }
+  } catch {
+    // No /proc, or a pipe whose reader is gone (ENXIO): the asynchronous writer it is.
+  }
+  return undefined;
+}
+
+/**
+ * Where stdout's lines go, one per process: every logger without a destination shares it, so one
+ * block, one timer and one exit hook serve them all.
+ *
+ * Each line is copied into one preallocated block. A full block (or one 100 ms old, or one
+ * holding a warning) is written at once with a non-blocking write(2) from this thread, when stdout
+ * allows one (see nonBlockingStdout) and nothing is queued; else, or when that write finds the
+ * pipe full (EAGAIN) or takes only part of the block, the block goes to SonicBoom, which writes it
+ * through libuv's thread pool and retries a full pipe every 100 ms, and later blocks queue behind
+ * it until it has caught up, so lines stay in order. Neither way waits for a reader.
+ *
+ * Measured (bench/README.md, `GET /plants/{id}`, access lines to a pipe): handing every block to
+ * the thread pool cost ~5 µs of CPU per request on one pinned core, a tenth of a read (two context
+ * switches per block); the non-blocking write in this thread costs a fraction of that. Copying
+ * lines into one block also ends the line Buffers that waited for the block's write and outlived
+ * two young collections.
+ */
+class StdoutBlocks implements LineSink {
+  readonly #direct: number | undefined;
+  #directBroken = false;
+  readonly #queue: ReturnType<typeof pino.destination>;
+  /** Bytes handed to #queue and not yet written; direct writes wait until it is 0 again. */
+  #queued = 0;
+  #block = Buffer.allocUnsafe(BLOCK_BYTES);
+  #used = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor() {
+    this.#direct = nonBlockingStdout();
+    this.#queue = pino.destination({
+      dest: this.#direct ?? 1,
+      sync: false,
+      maxWrite: PIPE_BUF,
+      // SonicBoom's text mode measures its whole pending text on every write; blocks are Buffers.
+      contentMode: "buffer",
+    });
+    this.#queue.on("write", (written: number) => {
+      this.#queued -= written;
+    });
+    // After pino's own exit hook for #queue (registered as it was made): the block being filled,
+    // then whatever still waits, synchronously.
+    process.on("exit", () => {
+      this.#handOver();
+      if (this.#queued > 0) this.#queue.flushSync();
+    });
+  }
+
+  write(line: string): boolean {
+    const room = BLOCK_BYTES - this.#used;
+    // A UTF-16 unit is at most 3 bytes of UTF-8: most lines need no byte count.
+    if (line.length * 3 > room) {
+      const bytes = Buffer.byteLength(line);
+      if (bytes > room) {
+        this.#handOver();
+        if (bytes > BLOCK_BYTES) {
+          this.#send(Buffer.from(line));
+          return true;
+        }
+      }
+    }
+    if (this.#used === 0) this.#timer = setTimeout(() => this.#handOver(), FLUSH_MS).unref();
+    this.#used += this.#block.write(line, this.#used);
+    return true;
+  }
+
+  flush(done?: (error?: Error) => void): void {
+    this.#handOver();
+    if (this.#queued > 0) this.#queue.flush(done);
+    else done?.();
+  }
+
+  #handOver(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#used === 0) return;
+    const used = this.#used;
+    this.#used = 0;
+    // The block is kept for the next lines only when this thread wrote it whole; SonicBoom keeps
+    // what it is given until written.
+    if (!this.#send(this.#block.subarray(0, used))) this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
+  }
+
+  /** Writes `bytes` now when that cannot block, else queues them; true when they are all written. */
+  #send(bytes: Buffer): boolean {
+    let written = 0;
+    if (this.#direct !== undefined && !this.#directBroken && this.#queued === 0) {
+      try {
+        written = writeSync(this.#direct, bytes);
+      } catch (error) {
+        // EAGAIN: the reader is behind. Anything else (EPIPE: it is gone) is SonicBoom's to
+        // report as it would have, and direct writes stop.
+        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") this.#directBroken = true;
+      }
+      if (written === bytes.length) return true;
+    }
+    const rest = bytes.subarray(written);
+    this.#queued += rest.length;
+    // SonicBoom's types describe only its text mode; in buffer mode write() takes a Buffer.
+    this.#queue.write(rest as unknown as string);
+    return false;
+  }
+}
+
+let shared: StdoutBlocks | undefined;
+
+/** The process's one stdout sink, made on first use. */
+export function stdoutBlocks(): LineSink {
+  return (shared ??= new StdoutBlocks());
+}

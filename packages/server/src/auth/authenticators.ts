@@ -22,11 +22,11 @@ export function chainAuthenticators(
     return undefined;
   };
   return {
-    authenticate: (token) => from(0, token, sha256(token)),
+    authenticate: (token, digest) => from(0, token, digest ?? sha256(token)),
     // In the same order as authenticate. One "unknown" makes the whole answer unknown: only that
     // authenticator's full check could tell.
-    authenticateFromMemory(token) {
-      const digest = sha256(token);
+    authenticateFromMemory(token, known) {
+      const digest = known ?? sha256(token);
       const recall = (index: number, verdict: MemoryVerdict): MemoryVerdict | Promise<MemoryVerdict> => {
         for (let i = index; i < authenticators.length; i++) {
           const said = authenticators[i]!.authenticateFromMemory?.(token, digest) ?? "unknown";

@@ -6,6 +6,7 @@ import type { Authenticator, Principal } from "../auth/principal.ts";
 import { ApiError } from "../errors.ts";
 import type { AddressBlock, RateLimits } from "../rate-limit/rate-limits.ts";
 import type { ClientAddress } from "./client-address.ts";
+import { connectionTokenDigest } from "./connection-token-digest.ts";
 
 const tooManyRequests = (headers: Record<string, string>) =>
   new ApiError("RATE_LIMITED", `too many requests; retry after ${headers["Retry-After"]} s`, { headers });
@@ -37,10 +38,21 @@ export async function authenticateRequest(
   let principal: Principal | undefined;
   const block = limits?.addressBlocked(addressOfClient);
   if (block !== undefined) {
-    principal = bearer.kind === "token" ? await authenticateBlocked(authenticator, bearer.token, block) : undefined;
+    principal =
+      bearer.kind === "token"
+        ? await authenticateBlocked(
+            authenticator,
+            bearer.token,
+            connectionTokenDigest(ctx.req.socket, bearer.token),
+            block,
+          )
+        : undefined;
     if (principal === undefined) throw tooManyRequests(block.refuse().headers);
   } else {
-    principal = bearer.kind === "token" ? await authenticator.authenticate(bearer.token) : undefined;
+    principal =
+      bearer.kind === "token"
+        ? await authenticator.authenticate(bearer.token, connectionTokenDigest(ctx.req.socket, bearer.token))
+        : undefined;
     if (principal === undefined) {
       const refused = await limits?.recordAuthFailure(addressOfClient());
       if (refused !== undefined) throw tooManyRequests(refused.headers);
@@ -85,12 +97,13 @@ export async function authenticateRequest(
 async function authenticateBlocked(
   authenticator: Authenticator,
   token: string,
+  digest: Buffer,
   block: AddressBlock,
 ): Promise<Principal | undefined> {
-  const verdict = await (authenticator.authenticateFromMemory?.(token) ?? "unknown");
+  const verdict = await (authenticator.authenticateFromMemory?.(token, digest) ?? "unknown");
   if (verdict !== "unknown") return verdict === "invalid" ? undefined : verdict;
   if (!block.claimFullCheck()) return undefined;
-  const principal = await authenticator.authenticate(token);
+  const principal = await authenticator.authenticate(token, digest);
   if (principal !== undefined) block.releaseFullCheck();
   return principal;
 }

@@ -11,13 +11,22 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export type RequestState = { requestId: string; route: string };
 
-/** One child per distinct label values, made on first use and kept. */
+/**
+ * One child per distinct label values, made on first use and kept, found through one small map
+ * per label: no key string is built per request.
+ */
 function labelledChildren<C>(make: (...labels: string[]) => C): (...labels: string[]) => C {
-  const children = new Map<string, C>();
+  const root = new Map<string, unknown>();
   return (...labels) => {
-    const key = labels.join("\0");
-    let child = children.get(key);
-    if (child === undefined) children.set(key, (child = make(...labels)));
+    let level = root;
+    const last = labels.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = level.get(labels[i]!) as Map<string, unknown> | undefined;
+      if (next === undefined) level.set(labels[i]!, (next = new Map()));
+      level = next;
+    }
+    let child = level.get(labels[last]!) as C | undefined;
+    if (child === undefined) level.set(labels[last]!, (child = make(...labels)));
     return child;
   };
 }
@@ -44,7 +53,7 @@ export function requestContext(logger: Logger, metrics: Metrics, throttle: LogTh
   const counter = labelledChildren((route, method, status) => metrics.requests.labels({ route, method, status }));
   const timer = labelledChildren((route, method) => metrics.requestDuration.labels({ route, method }));
   return async (ctx, next) => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const incoming = ctx.get("x-request-id");
     const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     const state = ctx.state as RequestState;
@@ -54,7 +63,7 @@ export function requestContext(logger: Logger, metrics: Metrics, throttle: LogTh
     try {
       await next();
     } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = (performance.now() - started) / 1000;
       const status = ctx.status;
       counter(state.route, ctx.method, String(status)).inc();
       timer(state.route, ctx.method).observe(seconds);

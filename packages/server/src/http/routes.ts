@@ -59,13 +59,15 @@ export class RouteTable {
       // id is "events", so DELETE there is a method the feed does not answer (405), not a bad id.
       return { allow: withHead(plain.methods) };
     }
-    const allow = new Set<string>();
+    // The method first: a string comparison is cheaper than a pattern, and on the usual request
+    // only the routes of its own method need one.
     for (const route of this.#routes) {
+      if (route.method !== method) continue;
       const found = route.pattern.exec(path);
-      if (found === null) continue;
-      if (route.method === method) return { route, params: { ...found.groups } };
-      allow.add(route.method);
+      if (found !== null) return { route, params: { ...found.groups } };
     }
+    const allow = new Set<string>();
+    for (const route of this.#routes) if (route.pattern.test(path)) allow.add(route.method);
     if (allow.size === 0) return undefined;
     return { allow: withHead(allow) };
   }

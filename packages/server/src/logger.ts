@@ -12,7 +12,7 @@ const WARN = 40;
  * Writes never wait for the log's reader, and are batched: a log line must not cost a write(2) on
  * the request path (stdout-blocks.ts). What is held is at most ~4 KB or 100 ms of info lines,
  * written out when the process exits (also on SIGTERM/SIGINT, which end the server through a
- * normal exit). A SIGKILL or a power cut can lose those last info lines, and never anything
+ * normal exit; at most 5 s are spent waiting for a reader that has no room). A SIGKILL or a power cut can lose those last info lines, and never anything
  * stored: a 200 waits for the database, not for the log. A warning or an error is written at once,
  * or, when the log's reader is behind, as soon as it has caught up.
  */

@@ -1,6 +1,8 @@
-import { constants, fstatSync, openSync, readFileSync, writeSync } from "node:fs";
+import { constants, fstatSync, openSync, readFileSync } from "node:fs";
 
 import { pino } from "pino";
+
+import { NonBlockingWriter } from "./nonblocking-writer.ts";
 
 /**
  * Lines are written to stdout in blocks of about this many bytes (some 25 access lines) rather
@@ -55,50 +57,50 @@ function nonBlockingStdout(): number | undefined {
   return undefined;
 }
 
+/** How long an exiting process waits for a log reader that has no room: a stuck one cannot hold a shutdown. */
+const EXIT_DRAIN_MS = 5_000;
+
 /**
  * Where stdout's lines go, one per process: every logger without a destination shares it, so one
  * block, one timer and one exit hook serve them all.
  *
  * Each line is copied into one preallocated block. A full block (or one 100 ms old, or one
  * holding a warning) is written at once with a non-blocking write(2) from this thread, when stdout
- * allows one (see nonBlockingStdout) and nothing is queued; else, or when that write finds the
- * pipe full (EAGAIN) or takes only part of the block, the block goes to SonicBoom, which writes it
- * through libuv's thread pool and retries a full pipe every 100 ms, and later blocks queue behind
- * it until it has caught up, so lines stay in order. Neither way waits for a reader.
+ * allows one (see nonBlockingStdout): what the reader has no room for waits, in order, and is
+ * tried again every few milliseconds (nonblocking-writer.ts). Where it does not (a regular file,
+ * other systems), blocks go to SonicBoom, which writes them through libuv's thread pool. Neither
+ * way waits for a reader.
  *
- * Measured (bench/README.md, `GET /plants/{id}`, access lines to a pipe): handing every block to
- * the thread pool cost ~5 µs of CPU per request on one pinned core, a tenth of a read (two context
- * switches per block); the non-blocking write in this thread costs a fraction of that. Copying
- * lines into one block also ends the line Buffers that waited for the block's write and outlived
- * two young collections.
+ * Measured (bench/README.md, `GET /plants/{id}`, access lines to a socket): handing every block to
+ * the thread pool cost ~4.5 µs of CPU per request on one pinned core, a tenth of a read (two
+ * context switches per block); the non-blocking write in this thread costs a fraction of that.
+ * Copying lines into one block also ends the line Buffers that waited for the block's write and
+ * outlived two young collections.
  */
 class StdoutBlocks implements LineSink {
-  readonly #direct: number | undefined;
-  #directBroken = false;
-  readonly #queue: ReturnType<typeof pino.destination>;
-  /** Bytes handed to #queue and not yet written; direct writes wait until it is 0 again. */
-  #queued = 0;
+  readonly #writer: NonBlockingWriter | ReturnType<typeof pino.destination>;
   #block = Buffer.allocUnsafe(BLOCK_BYTES);
   #used = 0;
   #timer: NodeJS.Timeout | undefined;
 
   constructor() {
-    this.#direct = nonBlockingStdout();
-    this.#queue = pino.destination({
-      dest: this.#direct ?? 1,
-      sync: false,
-      maxWrite: PIPE_BUF,
-      // SonicBoom's text mode measures its whole pending text on every write; blocks are Buffers.
-      contentMode: "buffer",
-    });
-    this.#queue.on("write", (written: number) => {
-      this.#queued -= written;
-    });
-    // After pino's own exit hook for #queue (registered as it was made): the block being filled,
-    // then whatever still waits, synchronously.
+    const direct = nonBlockingStdout();
+    this.#writer =
+      direct === undefined
+        ? pino.destination({
+            dest: 1,
+            sync: false,
+            maxWrite: PIPE_BUF,
+            // SonicBoom's text mode measures its whole pending text on every write; blocks are Buffers.
+            contentMode: "buffer",
+          })
+        : new NonBlockingWriter(direct);
+    // The block being filled, then whatever still waits. For SonicBoom, after pino's own exit hook
+    // for it (registered as it was made), synchronously as that one.
     process.on("exit", () => {
       this.#handOver();
-      if (this.#queued > 0) this.#queue.flushSync();
+      if (this.#writer instanceof NonBlockingWriter) this.#writer.drainBeforeExit(EXIT_DRAIN_MS);
+      else this.#writer.flushSync();
     });
   }
 
@@ -122,8 +124,8 @@ class StdoutBlocks implements LineSink {
 
   flush(done?: (error?: Error) => void): void {
     this.#handOver();
-    if (this.#queued > 0) this.#queue.flush(done);
-    else done?.();
+    if (this.#writer instanceof NonBlockingWriter) this.#writer.flush(() => done?.());
+    else this.#writer.flush(done);
   }
 
   #handOver(): void {
@@ -132,28 +134,16 @@ class StdoutBlocks implements LineSink {
     if (this.#used === 0) return;
     const used = this.#used;
     this.#used = 0;
-    // The block is kept for the next lines only when this thread wrote it whole; SonicBoom keeps
-    // what it is given until written.
+    // The block is kept for the next lines only when it was written whole; a writer keeps what
+    // it could not write yet.
     if (!this.#send(this.#block.subarray(0, used))) this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
   }
 
-  /** Writes `bytes` now when that cannot block, else queues them; true when they are all written. */
+  /** True when `bytes` may be reused: written whole (or dropped by a broken writer). */
   #send(bytes: Buffer): boolean {
-    let written = 0;
-    if (this.#direct !== undefined && !this.#directBroken && this.#queued === 0) {
-      try {
-        written = writeSync(this.#direct, bytes);
-      } catch (error) {
-        // EAGAIN: the reader is behind. Anything else (EPIPE: it is gone) is SonicBoom's to
-        // report as it would have, and direct writes stop.
-        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") this.#directBroken = true;
-      }
-      if (written === bytes.length) return true;
-    }
-    const rest = bytes.subarray(written);
-    this.#queued += rest.length;
+    if (this.#writer instanceof NonBlockingWriter) return this.#writer.write(bytes);
     // SonicBoom's types describe only its text mode; in buffer mode write() takes a Buffer.
-    this.#queue.write(rest as unknown as string);
+    this.#writer.write(bytes as unknown as string);
     return false;
   }
 }

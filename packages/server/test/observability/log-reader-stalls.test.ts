@@ -140,3 +140,21 @@ describe.each<Stdout>(["socket", "fifo", "file"])("a log reader that stops readi
     expect(ids.toSorted()).toEqual(Array.from({ length: REQUESTS }, (_, n) => requestId(n)));
   });
 });
+
+// The socket only: the FIFO's writer is the same (nonblocking-writer.test.ts checks its deadline).
+describe.each<Stdout>(["socket"])("a log reader that never reads again (stdout on a %s)", (stdout) => {
+  it("holds up no answer, and cannot hold the shutdown past its 5 s wait", async () => {
+    const server = await start(stdout);
+    await readMany(server.url);
+    const exited = new Promise<number | null>((resolve) => server.child.once("exit", (code) => resolve(code)));
+    const stopping = performance.now();
+    server.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    // The drain deadline's 5 s, and the rest of the shutdown; a writer waiting for this reader
+    // would never exit.
+    expect(performance.now() - stopping).toBeLessThan(12_000);
+    server.resume();
+    const lines = (await server.log()).split("\n").filter((line) => line.length > 0);
+    for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
+  }, 30_000);
+});

@@ -1,0 +1,113 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { NonBlockingWriter } from "./nonblocking-writer.ts";
+
+/** A real pipe (a FIFO, ~64 KB), both ends non-blocking, in this process. */
+function pipe(): { reader: number; writer: number } {
+  const dir = mkdtempSync(join(tmpdir(), "plantstore-nonblocking-"));
+  const fifo = join(dir, "pipe");
+  execFileSync("mkfifo", [fifo]);
+  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  rmSync(dir, { recursive: true, force: true });
+  opened.push(reader, writer);
+  return { reader, writer };
+}
+
+const opened: number[] = [];
+afterEach(() => {
+  for (const fd of opened.splice(0)) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Closed by the test.
+    }
+  }
+});
+
+/** Block `i` of `size` bytes, each one different, so order and loss both show. */
+const block = (i: number, size = 4_000) => Buffer.alloc(size, `${i.toString().padStart(6, "0")}|`);
+
+/** Reads what the pipe holds (none when it is empty). */
+function readAvailable(fd: number): Buffer {
+  const chunks: Buffer[] = [];
+  const chunk = Buffer.alloc(65_536);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(fd, chunk);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EAGAIN") break;
+      throw error;
+    }
+    if (n === 0) break;
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
+  }
+  return Buffer.concat(chunks);
+}
+
+describe("NonBlockingWriter", () => {
+  it("keeps what a full pipe has no room for, in order, and writes it soon after the reader reads", async () => {
+    const { reader, writer } = pipe();
+    const out = new NonBlockingWriter(writer);
+    const sent = Array.from({ length: 1_000 }, (_, i) => block(i)); // 4 MB through a 64 KB pipe
+    const kept = sent.map((bytes) => !out.write(bytes)).filter(Boolean).length;
+    expect(kept).toBeGreaterThan(900);
+
+    // A reader that keeps reading: what waits follows within milliseconds of each read, not at
+    // SonicBoom's 100 ms (which would take over 6 s for these 4 MB).
+    const started = performance.now();
+    const received: Buffer[] = [];
+    let total = 0;
+    while (total < 4_000_000 && performance.now() - started < 10_000) {
+      const got = readAvailable(reader);
+      received.push(got);
+      total += got.length;
+      await sleep(1);
+    }
+    expect(Buffer.concat(received).equals(Buffer.concat(sent))).toBe(true);
+    expect(performance.now() - started).toBeLessThan(3_000);
+    let drained = false;
+    out.flush(() => (drained = true));
+    expect(drained).toBe(true);
+  });
+
+  it("writes whole blocks through a pipe with room, and says they may be reused", () => {
+    const { reader, writer } = pipe();
+    const out = new NonBlockingWriter(writer);
+    expect(out.write(block(1))).toBe(true);
+    expect(out.write(block(2))).toBe(true);
+    expect(readAvailable(reader).equals(Buffer.concat([block(1), block(2)]))).toBe(true);
+  });
+
+  it("gives up waiting at exit after its deadline when the reader never reads", () => {
+    const { writer } = pipe();
+    const out = new NonBlockingWriter(writer);
+    for (let i = 0; i < 100; i++) out.write(block(i));
+    let flushed = false;
+    out.flush(() => (flushed = true));
+    expect(flushed).toBe(false);
+    const started = performance.now();
+    out.drainBeforeExit(200);
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(190);
+    expect(took).toBeLessThan(2_000);
+  });
+
+  it("drops what follows once the reader is gone, without throwing", () => {
+    const { reader, writer } = pipe();
+    const out = new NonBlockingWriter(writer);
+    closeSync(reader);
+    expect(out.write(block(1))).toBe(true);
+    expect(out.write(block(2))).toBe(true);
+    let flushed = false;
+    out.flush(() => (flushed = true));
+    expect(flushed).toBe(true);
+  });
+});

@@ -23,7 +23,7 @@ export function createLogger(level: LevelWithSilent, destination?: NodeJS.Writab
     redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
   };
   if (destination !== undefined) return pino(options, destination);
-  const stdout = stdoutBlocks();
+  const stdout = stdoutBlocks(options.base);
   const hooks = {
     logMethod(this: Logger, args: Parameters<Logger["info"]>, method: Logger["info"], levelValue: number) {
       method.apply(this, args);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 
 import { NonBlockingWriter } from "./nonblocking-writer.ts";
 
@@ -16,20 +16,30 @@ function pipe(): { reader: number; writer: number } {
   const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
   const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
   rmSync(dir, { recursive: true, force: true });
-  opened.push(reader, writer);
+  opened.push({ reader, writer });
   return { reader, writer };
 }
 
-const opened: number[] = [];
-afterEach(() => {
-  for (const fd of opened.splice(0)) {
-    try {
-      closeSync(fd);
-    } catch {
-      // Closed by the test.
-    }
-  }
+// A writer left with bytes waiting keeps trying its descriptor every few milliseconds: were that
+// closed first, its number could be reused by another test's file or socket in this process and
+// the writer would write there. So the read ends close first (the next try meets EPIPE and the
+// writer stops), and the write ends only after every writer has had time to try.
+const opened: Array<{ reader: number; writer: number }> = [];
+afterAll(async () => {
+  for (const { reader } of opened) if (reader >= 0) closeSync(reader);
+  await sleep(100);
+  for (const { writer } of opened.splice(0)) closeSync(writer);
 });
+
+/** Closes a pipe's read end now (and not again after the tests: its number may be reused by then). */
+function closeReader(fd: number): void {
+  closeSync(fd);
+  for (const entry of opened) if (entry.reader === fd) entry.reader = -1;
+}
+
+/** A writer whose bound is far above what these tests send, unless told. */
+const writerOn = (fd: number, maxWaitingBytes = 64 * 1024 * 1024) =>
+  new NonBlockingWriter(fd, { maxWaitingBytes, droppedNotice: (bytes) => Buffer.from(`dropped ${bytes}\n`) });
 
 /** Block `i` of `size` bytes, each one different, so order and loss both show. */
 const block = (i: number, size = 4_000) => Buffer.alloc(size, `${i.toString().padStart(6, "0")}|`);
@@ -55,7 +65,7 @@ function readAvailable(fd: number): Buffer {
 describe("NonBlockingWriter", () => {
   it("keeps what a full pipe has no room for, in order, and writes it soon after the reader reads", async () => {
     const { reader, writer } = pipe();
-    const out = new NonBlockingWriter(writer);
+    const out = writerOn(writer);
     const sent = Array.from({ length: 1_000 }, (_, i) => block(i)); // 4 MB through a 64 KB pipe
     const kept = sent.map((bytes) => !out.write(bytes)).filter(Boolean).length;
     expect(kept).toBeGreaterThan(900);
@@ -80,7 +90,7 @@ describe("NonBlockingWriter", () => {
 
   it("writes whole blocks through a pipe with room, and says they may be reused", () => {
     const { reader, writer } = pipe();
-    const out = new NonBlockingWriter(writer);
+    const out = writerOn(writer);
     expect(out.write(block(1))).toBe(true);
     expect(out.write(block(2))).toBe(true);
     expect(readAvailable(reader).equals(Buffer.concat([block(1), block(2)]))).toBe(true);
@@ -88,7 +98,7 @@ describe("NonBlockingWriter", () => {
 
   it("gives up waiting at exit after its deadline when the reader never reads", () => {
     const { writer } = pipe();
-    const out = new NonBlockingWriter(writer);
+    const out = writerOn(writer);
     for (let i = 0; i < 100; i++) out.write(block(i));
     let flushed = false;
     out.flush(() => (flushed = true));
@@ -102,12 +112,36 @@ describe("NonBlockingWriter", () => {
 
   it("drops what follows once the reader is gone, without throwing", () => {
     const { reader, writer } = pipe();
-    const out = new NonBlockingWriter(writer);
-    closeSync(reader);
+    const out = writerOn(writer);
+    closeReader(reader);
     expect(out.write(block(1))).toBe(true);
     expect(out.write(block(2))).toBe(true);
     let flushed = false;
     out.flush(() => (flushed = true));
     expect(flushed).toBe(true);
+  });
+
+  it("drops what would pass its bound while the reader is stuck, and says how much once it has caught up", async () => {
+    const { reader, writer } = pipe();
+    const out = writerOn(writer, 100_000);
+    const sent = Array.from({ length: 1_000 }, (_, i) => block(i));
+    for (const bytes of sent) out.write(bytes);
+
+    const received: Buffer[] = [];
+    let quietSince = performance.now();
+    while (performance.now() - quietSince < 300) {
+      const got = readAvailable(reader);
+      if (got.length > 0) quietSince = performance.now();
+      received.push(got);
+      await sleep(1);
+    }
+    const text = Buffer.concat(received).toString("latin1");
+    const blocks = Math.floor(text.length / 4_000);
+    // What the pipe held and what waited (at most the bound, plus the first to wait), whole and in
+    // order, then the notice for all the rest.
+    expect(blocks).toBeGreaterThan(25);
+    expect(blocks * 4_000).toBeLessThan(65_536 + 100_000 + 4_000);
+    expect(text.slice(0, blocks * 4_000)).toBe(Buffer.concat(sent.slice(0, blocks)).toString("latin1"));
+    expect(text.slice(blocks * 4_000)).toBe(`dropped ${(1_000 - blocks) * 4_000}\n`);
   });
 });

@@ -16,20 +16,35 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 /**
  * Writes to a descriptor in non-blocking mode from this thread, never waiting for its reader:
  * what the reader has no room for yet waits here, in order, and is tried again every few
- * milliseconds; later bytes queue behind it. A reader that is gone (EPIPE), or any other failure
- * to write, ends the writing: what is logged after that is dropped, as pino does on EPIPE, rather
- * than failing the server.
+ * milliseconds; later bytes queue behind it. What waits is bounded (`maxWaitingBytes`): past it,
+ * new bytes are dropped and counted, and once the reader has caught up, `droppedNotice` says how
+ * many, so a reader stuck for minutes costs lines, not the server's memory. A reader that is gone
+ * (EPIPE), or any other failure to write, ends the writing: what is logged after that is dropped,
+ * as pino does on EPIPE, rather than failing the server.
  */
+export type NonBlockingWriterOptions = {
+  /** The most that may wait for the reader; what would pass it is dropped. */
+  maxWaitingBytes: number;
+  /** What to write once the reader has caught up after `droppedBytes` were dropped. */
+  droppedNotice: (droppedBytes: number) => Buffer;
+};
+
 export class NonBlockingWriter {
   readonly #fd: number;
+  readonly #maxWaiting: number;
+  readonly #droppedNotice: (droppedBytes: number) => Buffer;
   /** Bytes the reader had no room for, oldest first; the first may be partly written. */
   #waiting: Buffer[] = [];
+  #waitingBytes = 0;
+  #dropped = 0;
   #retry: NodeJS.Timeout | undefined;
   #broken = false;
   #whenDrained: Array<() => void> = [];
 
-  constructor(fd: number) {
+  constructor(fd: number, options: NonBlockingWriterOptions) {
     this.#fd = fd;
+    this.#maxWaiting = options.maxWaitingBytes;
+    this.#droppedNotice = options.droppedNotice;
   }
 
   /**
@@ -38,13 +53,10 @@ export class NonBlockingWriter {
    */
   write(bytes: Buffer): boolean {
     if (this.#broken) return true;
-    if (this.#waiting.length > 0) {
-      this.#waiting.push(bytes);
-      return false;
-    }
+    if (this.#waiting.length > 0) return !this.#wait(bytes);
     const written = this.#tryWrite(bytes);
     if (written === bytes.length || this.#broken) return true;
-    this.#waiting.push(bytes.subarray(written));
+    this.#wait(bytes.subarray(written));
     this.#retryLater();
     return false;
   }
@@ -77,23 +89,43 @@ export class NonBlockingWriter {
       if ((error as NodeJS.ErrnoException).code === "EAGAIN") return 0;
       this.#broken = true;
       this.#waiting = [];
+      this.#waitingBytes = 0;
       this.#settleFlushes();
       return 0;
     }
   }
 
-  /** Writes what waits until the reader has no room again. */
+  /** Keeps `bytes` for later, or drops them when that would pass the bound; true when kept. */
+  #wait(bytes: Buffer): boolean {
+    // The first bytes to wait are always kept (a single block is far below the bound).
+    if (this.#waiting.length > 0 && this.#waitingBytes + bytes.length > this.#maxWaiting) {
+      this.#dropped += bytes.length;
+      return false;
+    }
+    this.#waiting.push(bytes);
+    this.#waitingBytes += bytes.length;
+    return true;
+  }
+
+  /** Writes what waits until the reader has no room again; then, once, what was dropped. */
   #drain(): void {
     while (this.#waiting.length > 0) {
       const head = this.#waiting[0]!;
       const written = this.#tryWrite(head);
       if (this.#broken) return;
+      this.#waitingBytes -= written;
       if (written < head.length) {
         this.#waiting[0] = head.subarray(written);
         this.#retryLater();
         return;
       }
       this.#waiting.shift();
+    }
+    if (this.#dropped > 0) {
+      const notice = this.#droppedNotice(this.#dropped);
+      this.#dropped = 0;
+      // Like any write: it may find the reader behind again, and wait.
+      if (!this.write(notice)) return;
     }
     this.#settleFlushes();
   }

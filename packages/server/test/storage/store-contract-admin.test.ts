@@ -6,13 +6,15 @@ import { plantETag } from "../../src/storage/plant-etag.ts";
 import { TokenNameTakenError } from "../../src/storage/token-store.ts";
 import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
 import { TEST_BACKEND } from "../support/test-database.ts";
-import { backend, database, open, tokenStore, webhookAdmin } from "./store-contract-fixture.ts";
+import { backend, database, open, storeContractHooks, tokenStore, webhookAdmin } from "./store-contract-fixture.ts";
 
 /**
  * The store contract suite, continued (store-contract.test.ts has the plants): migrations, issued
  * tokens, webhook event types and deliveries, alike on every backend. Both files share
  * store-contract-fixture.ts.
  */
+storeContractHooks();
+
 describe(`migrations (${TEST_BACKEND})`, () => {
   it("report those applied against those this build knows, and fewer when the database is behind", async () => {
     const store = await open();

@@ -20,8 +20,12 @@ import { createTestDatabase, TEST_BACKEND, type TestBackend, type TestDatabase }
  * run SQL beside them. Imported by store-contract.test.ts (plants) and
  * store-contract-admin.test.ts (migrations, tokens, webhooks), which are one suite in two files so
  * that each runs in its own worker (on PostgreSQL the whole suite was the slowest file, ~25 s).
- * The hooks below register in the test file that imports this module; `database` and `batches`
- * are live bindings, set anew before each test.
+ * Each test file calls storeContractHooks() once. The tests share one module graph per worker
+ * (`isolate: false`), so this module is evaluated once per worker: hooks registered at its top
+ * level belonged to whichever file imported it first, and the other file, run after it in the same
+ * worker, got none, and its tests ran on the first file's disposed database ("database does not
+ * exist", "table already exists"; `--no-file-parallelism` shows it every time). `database` and
+ * `batches` are live bindings, set anew before each test.
  */
 type StoreOptions = {
   maxBatchSize?: number;
@@ -86,10 +90,6 @@ export async function open(options: Omit<StoreOptions, "onCommit"> = {}): Promis
   return store;
 }
 
-beforeEach(async () => {
-  database = await createTestDatabase();
-  batches = [];
-});
 const closers: Array<{ close(): Promise<void> }> = [];
 
 /** The token store and webhook administration open their own connections, as the `tokens` and `webhooks` commands do. */
@@ -105,8 +105,15 @@ export async function webhookAdmin(): Promise<WebhookAdmin> {
   return admin;
 }
 
-afterEach(async () => {
-  for (const closer of closers.splice(0)) await closer.close();
-  for (const store of stores.splice(0)) await store.close();
-  await database.dispose();
-});
+/** Registers, in the calling test file, a fresh database before each test and the closing of everything opened on it after. */
+export function storeContractHooks(): void {
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    batches = [];
+  });
+  afterEach(async () => {
+    for (const closer of closers.splice(0)) await closer.close();
+    for (const store of stores.splice(0)) await store.close();
+    await database.dispose();
+  });
+}

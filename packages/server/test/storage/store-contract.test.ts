@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { plantETag } from "../../src/storage/plant-etag.ts";
 import { TEST_BACKEND } from "../support/test-database.ts";
-import { backend, batches, database, open } from "./store-contract-fixture.ts";
+import { backend, batches, database, open, storeContractHooks } from "./store-contract-fixture.ts";
 
 /**
  * What every storage backend does alike, run against the backend of this pass of the suite
@@ -15,6 +15,8 @@ import { backend, batches, database, open } from "./store-contract-fixture.ts";
  * HTTP-level suites run on SQLite only (test/README.md): whatever they rely on the store for is
  * pinned here, on both backends.
  */
+storeContractHooks();
+
 describe(`group commit (${TEST_BACKEND})`, () => {
   it("commits creations that arrive together in one transaction", async () => {
     const store = await open();

@@ -16,6 +16,9 @@ export const sharedConfig = defineConfig({
     // server's SQLite pass; with this, 26 s, and the pass took 214 s of CPU instead of 311 s).
     // Files share no state through modules: each starts its own servers, stores and ports.
     isolate: false,
-    setupFiles: [new URL("./tooling/vitest/fail-on-console.ts", import.meta.url).pathname],
+    setupFiles: [
+      new URL("./tooling/vitest/fail-on-console.ts", import.meta.url).pathname,
+      new URL("./tooling/vitest/fail-on-contract-violations.ts", import.meta.url).pathname,
+    ],
   },
 });

@@ -2,8 +2,8 @@ import { execFileSync } from "node:child_process";
 import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { NonBlockingWriter } from "./nonblocking-writer.ts";
@@ -23,11 +23,12 @@ function pipe(): { reader: number; writer: number } {
 // A writer left with bytes waiting keeps trying its descriptor every few milliseconds: were that
 // closed first, its number could be reused by another test's file or socket in this process and
 // the writer would write there. So the read ends close first (the next try meets EPIPE and the
-// writer stops), and the write ends only after every writer has had time to try.
+// writer stops, settling its flush), and the write ends only once every writer has settled.
 const opened: Array<{ reader: number; writer: number }> = [];
+const writers: NonBlockingWriter[] = [];
 afterAll(async () => {
   for (const { reader } of opened) if (reader >= 0) closeSync(reader);
-  await sleep(100);
+  await Promise.all(writers.splice(0).map((out) => new Promise<void>((settled) => out.flush(settled))));
   for (const { writer } of opened.splice(0)) closeSync(writer);
 });
 
@@ -38,8 +39,14 @@ function closeReader(fd: number): void {
 }
 
 /** A writer whose bound is far above what these tests send, unless told. */
-const writerOn = (fd: number, maxWaitingBytes = 64 * 1024 * 1024) =>
-  new NonBlockingWriter(fd, { maxWaitingBytes, droppedNotice: (bytes) => Buffer.from(`dropped ${bytes}\n`) });
+function writerOn(fd: number, maxWaitingBytes = 64 * 1024 * 1024): NonBlockingWriter {
+  const out = new NonBlockingWriter(fd, {
+    maxWaitingBytes,
+    droppedNotice: (bytes) => Buffer.from(`dropped ${bytes}\n`),
+  });
+  writers.push(out);
+  return out;
+}
 
 /** Block `i` of `size` bytes, each one different, so order and loss both show. */
 const block = (i: number, size = 4_000) => Buffer.alloc(size, `${i.toString().padStart(6, "0")}|`);
@@ -75,12 +82,15 @@ describe("NonBlockingWriter", () => {
     const started = performance.now();
     const received: Buffer[] = [];
     let total = 0;
-    while (total < 4_000_000 && performance.now() - started < 10_000) {
-      const got = readAvailable(reader);
-      received.push(got);
-      total += got.length;
-      await sleep(1);
-    }
+    await eventually(
+      () => {
+        const got = readAvailable(reader);
+        received.push(got);
+        total += got.length;
+        return total >= 4_000_000;
+      },
+      { what: () => `4 MB through the pipe (${total} bytes so far)`, intervalMs: 1 },
+    );
     expect(Buffer.concat(received).equals(Buffer.concat(sent))).toBe(true);
     expect(performance.now() - started).toBeLessThan(3_000);
     let drained = false;
@@ -127,15 +137,16 @@ describe("NonBlockingWriter", () => {
     const sent = Array.from({ length: 1_000 }, (_, i) => block(i));
     for (const bytes of sent) out.write(bytes);
 
+    // The notice comes last, after everything that waited: once it is there, nothing more will be.
     const received: Buffer[] = [];
-    let quietSince = performance.now();
-    while (performance.now() - quietSince < 300) {
-      const got = readAvailable(reader);
-      if (got.length > 0) quietSince = performance.now();
-      received.push(got);
-      await sleep(1);
-    }
-    const text = Buffer.concat(received).toString("latin1");
+    const text = await eventually(
+      () => {
+        received.push(readAvailable(reader));
+        const sofar = Buffer.concat(received).toString("latin1");
+        return /dropped \d+\n$/.test(sofar) && sofar;
+      },
+      { what: "the dropped-bytes notice after what waited", intervalMs: 1 },
+    );
     const blocks = Math.floor(text.length / 4_000);
     // What the pipe held and what waited (at most the bound, plus the first to wait), whole and in
     // order, then the notice for all the rest.

@@ -13,6 +13,13 @@ const EXIT_RETRY_MS = 1;
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
+export type NonBlockingWriterOptions = {
+  /** The most that may wait for the reader; what would pass it is dropped. */
+  maxWaitingBytes: number;
+  /** What to write once the reader has caught up after `droppedBytes` were dropped. */
+  droppedNotice: (droppedBytes: number) => Buffer;
+};
+
 /**
  * Writes to a descriptor in non-blocking mode from this thread, never waiting for its reader:
  * what the reader has no room for yet waits here, in order, and is tried again every few
@@ -22,13 +29,6 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
  * (EPIPE), or any other failure to write, ends the writing: what is logged after that is dropped,
  * as pino does on EPIPE, rather than failing the server.
  */
-export type NonBlockingWriterOptions = {
-  /** The most that may wait for the reader; what would pass it is dropped. */
-  maxWaitingBytes: number;
-  /** What to write once the reader has caught up after `droppedBytes` were dropped. */
-  droppedNotice: (droppedBytes: number) => Buffer;
-};
-
 export class NonBlockingWriter {
   readonly #fd: number;
   readonly #maxWaiting: number;

@@ -18,8 +18,6 @@ const BLOCK_BYTES = 4000;
 const PIPE_BUF = 4096;
 /** A block that is not full goes out after this long anyway, so a quiet server's lines still appear. */
 const FLUSH_MS = 100;
-/** O_NONBLOCK in /proc/self/fdinfo's octal `flags` (Linux; the same bit on every architecture Node runs on there). */
-const O_NONBLOCK_BIT = 0o4000;
 
 export type LineSink = {
   write(line: string): boolean;
@@ -49,7 +47,7 @@ function nonBlockingStdout(): number | undefined {
     if (stdout.isSocket()) {
       void process.stdout;
       const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync("/proc/self/fdinfo/1", "utf8"))?.[1];
-      return flags !== undefined && (Number.parseInt(flags, 8) & O_NONBLOCK_BIT) !== 0 ? 1 : undefined;
+      return flags !== undefined && (Number.parseInt(flags, 8) & constants.O_NONBLOCK) !== 0 ? 1 : undefined;
     }
   } catch {
     // No /proc, or a pipe whose reader is gone (ENXIO): the asynchronous writer it is.
@@ -65,8 +63,6 @@ const EXIT_DRAIN_MS = 5_000;
  * Docker's non-blocking log mode does), and a warning says how many bytes once the reader is back.
  */
 const MAX_WAITING_BYTES = 16 * 1024 * 1024;
-/** pino's numeric level of `warn`, for the one line this sink writes itself. */
-const WARN = 40;
 
 /**
  * Where stdout's lines go, one per process: every logger without a destination shares it, so one
@@ -97,7 +93,7 @@ class StdoutBlocks implements LineSink {
     const droppedNotice = (droppedBytes: number) =>
       Buffer.from(
         `${JSON.stringify({
-          level: WARN,
+          level: pino.levels.values["warn"],
           time: Date.now(),
           ...base,
           droppedBytes,

@@ -19,7 +19,7 @@ import { createTestDatabase, TEST_BACKEND, type TestBackend, type TestDatabase }
  * (PLANTSTORE_TEST_BACKEND), stores opened on it and closed after it, and the backend's own way to
  * run SQL beside them. Imported by store-contract.test.ts (plants) and
  * store-contract-admin.test.ts (migrations, tokens, webhooks), which are one suite in two files so
- * that each runs in its own worker (on PostgreSQL the whole suite was the slowest file, ~25 s).
+ * that two workers can run it at once (on PostgreSQL the whole suite was the slowest file, ~25 s).
  * Each test file calls storeContractHooks() once. The tests share one module graph per worker
  * (`isolate: false`), so this module is evaluated once per worker: hooks registered at its top
  * level belonged to whichever file imported it first, and the other file, run after it in the same

@@ -102,8 +102,11 @@ async function startOurs(
       variant.bin === undefined ? context.server : { ...context.server, bin: fromInvocationDir(variant.bin) };
     if (variant.prefill > 0) {
       if (backend.prefill === undefined) throw new UsageError(`backend ${backend.name} cannot prefill`);
-      // A floor runs the workspace's store, so the workspace's server knows its migrations.
-      migrate(variant.floorOf === undefined ? server : context.server, env);
+      // A floor, or a reference server given to --compare-bin (a script such as
+      // src/floor-observed-server.ts, with no `migrate` command), runs the workspace's store, so the
+      // workspace's server knows its migrations. Another build of ours migrates with its own.
+      const reference = variant.floorOf !== undefined || variant.bin?.endsWith(".ts") === true;
+      migrate(reference ? context.server : server, env);
       const started = performance.now();
       say(`prefill ${variant.name}: ${variant.prefill.toLocaleString("en-US")} plants (${options.ids} ids)`);
       await backend.prefill(variant.prefill, options.ids);

@@ -47,9 +47,10 @@ const PLANT_PATH = /^\/plants\/(-?\d+)$/;
  * authentication, access log, metrics or limits. Not a server to ship but a floor to read our
  * numbers against (bench/README.md): what our server adds on top is what those cost. Reads and
  * patches go the same way: the id from the path and the `If-Match` header into the procedure's
- * input, the plant out through its output schema, the ETag into the header.
+ * input, the plant out through its output schema, the ETag into the header. `around` runs first,
+ * for a floor with more on its path (floor-observed-server.ts).
  */
-export function serveFloor(name: string, handlers: FloorHandlers): void {
+export function serveFloor(name: string, handlers: FloorHandlers, around: readonly Koa.Middleware[] = []): void {
   const t = initTRPC.create();
   const create = t.procedure
     .input(NewPlant)
@@ -78,6 +79,7 @@ export function serveFloor(name: string, handlers: FloorHandlers): void {
   const caller = t.createCallerFactory(t.router({ create, read, update }))({});
 
   const app = new Koa();
+  for (const middleware of around) app.use(middleware);
   app.use(async (ctx) => {
     const id = PLANT_PATH.exec(ctx.path)?.[1];
     const route =

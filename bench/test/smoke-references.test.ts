@@ -22,4 +22,19 @@ describe("pnpm bench --smoke --compare-bin (the harness, as a process)", () => {
       expect(Object.keys(targets).sort()).toEqual(["baseline", "compare-1", "compare-2", "floor", "ours"]);
     },
   );
+
+  it(
+    "read under autocannon: the observed floor (the floor plus a request id, a checked token, metrics and an access line) on a prefilled store of its own",
+    { timeout: 90_000 },
+    async () => {
+      const observed = fileURLToPath(new URL("../src/floor-observed-server.ts", import.meta.url));
+      // It has no `migrate` command: the harness migrates its database with the workspace's server.
+      const result = await runBench("observed", [
+        ...["--scenario", "read", "--load-generator", "autocannon", "--compare-bin", observed],
+      ]);
+      // Every 200 carried exactly the plant asked for, so its token was checked and let through.
+      const targets = targetsAnsweringOnly200(result);
+      expect(Object.keys(targets).sort()).toEqual(["baseline", "compare", "floor", "ours"]);
+    },
+  );
 });

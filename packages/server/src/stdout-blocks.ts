@@ -64,6 +64,60 @@ const EXIT_DRAIN_MS = 5_000;
  */
 const MAX_WAITING_BYTES = 16 * 1024 * 1024;
 
+/** Where full blocks go. */
+type BlockWriter = {
+  /** True when the block may be reused: written whole (or dropped); false when the writer keeps it. */
+  write(block: Buffer): boolean;
+  /** Calls `done` once nothing given to the writer waits. */
+  flush(done: (error?: Error) => void): void;
+  /** At the process's exit, synchronously: writes what waits. */
+  beforeExit(): void;
+};
+
+/** Blocks written from this thread with non-blocking write(2)s to `fd` (nonblocking-writer.ts). */
+function inPlaceWriter(fd: number, base: Record<string, unknown>): BlockWriter {
+  const writer = new NonBlockingWriter(fd, {
+    maxWaitingBytes: MAX_WAITING_BYTES,
+    droppedNotice: (droppedBytes) =>
+      Buffer.from(
+        `${JSON.stringify({
+          level: pino.levels.values["warn"],
+          time: Date.now(),
+          ...base,
+          droppedBytes,
+          msg: "log lines dropped: stdout's reader fell behind",
+        })}\n`,
+      ),
+  });
+  return {
+    write: (block) => writer.write(block),
+    flush: (done) => writer.flush(() => done()),
+    beforeExit: () => writer.drainBeforeExit(EXIT_DRAIN_MS),
+  };
+}
+
+/** Blocks handed to SonicBoom, which writes them to stdout through libuv's thread pool. */
+function threadPoolWriter(): BlockWriter {
+  const boom = pino.destination({
+    dest: 1,
+    sync: false,
+    maxWrite: PIPE_BUF,
+    // SonicBoom's text mode measures its whole pending text on every write; blocks are Buffers.
+    contentMode: "buffer",
+  });
+  return {
+    write: (block) => {
+      // SonicBoom's types describe only its text mode; in buffer mode write() takes a Buffer. It
+      // keeps what it is given until written.
+      boom.write(block as unknown as string);
+      return false;
+    },
+    flush: (done) => boom.flush(done),
+    // After pino's own exit hook for it (registered as it was made), synchronously as that one.
+    beforeExit: () => boom.flushSync(),
+  };
+}
+
 /**
  * Where stdout's lines go, one per process: every logger without a destination shares it, so one
  * block, one timer and one exit hook serve them all.
@@ -82,7 +136,7 @@ const MAX_WAITING_BYTES = 16 * 1024 * 1024;
  * outlived two young collections.
  */
 class StdoutBlocks implements LineSink {
-  readonly #writer: NonBlockingWriter | ReturnType<typeof pino.destination>;
+  readonly #writer: BlockWriter;
   #block = Buffer.allocUnsafe(BLOCK_BYTES);
   #used = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -90,32 +144,11 @@ class StdoutBlocks implements LineSink {
   /** `base`: the fields every line of the loggers carries, for the line this sink writes itself. */
   constructor(base: Record<string, unknown>) {
     const direct = nonBlockingStdout();
-    const droppedNotice = (droppedBytes: number) =>
-      Buffer.from(
-        `${JSON.stringify({
-          level: pino.levels.values["warn"],
-          time: Date.now(),
-          ...base,
-          droppedBytes,
-          msg: "log lines dropped: stdout's reader fell behind",
-        })}\n`,
-      );
-    this.#writer =
-      direct === undefined
-        ? pino.destination({
-            dest: 1,
-            sync: false,
-            maxWrite: PIPE_BUF,
-            // SonicBoom's text mode measures its whole pending text on every write; blocks are Buffers.
-            contentMode: "buffer",
-          })
-        : new NonBlockingWriter(direct, { maxWaitingBytes: MAX_WAITING_BYTES, droppedNotice });
-    // The block being filled, then whatever still waits. For SonicBoom, after pino's own exit hook
-    // for it (registered as it was made), synchronously as that one.
+    this.#writer = direct === undefined ? threadPoolWriter() : inPlaceWriter(direct, base);
+    // The block being filled, then whatever still waits.
     process.on("exit", () => {
       this.#handOver();
-      if (this.#writer instanceof NonBlockingWriter) this.#writer.drainBeforeExit(EXIT_DRAIN_MS);
-      else this.#writer.flushSync();
+      this.#writer.beforeExit();
     });
   }
 
@@ -127,7 +160,7 @@ class StdoutBlocks implements LineSink {
       if (bytes > room) {
         this.#handOver();
         if (bytes > BLOCK_BYTES) {
-          this.#send(Buffer.from(line));
+          this.#writer.write(Buffer.from(line));
           return true;
         }
       }
@@ -139,8 +172,7 @@ class StdoutBlocks implements LineSink {
 
   flush(done?: (error?: Error) => void): void {
     this.#handOver();
-    if (this.#writer instanceof NonBlockingWriter) this.#writer.flush(() => done?.());
-    else this.#writer.flush(done);
+    this.#writer.flush((error) => done?.(error));
   }
 
   #handOver(): void {
@@ -151,15 +183,7 @@ class StdoutBlocks implements LineSink {
     this.#used = 0;
     // The block is kept for the next lines only when it was written whole; a writer keeps what
     // it could not write yet.
-    if (!this.#send(this.#block.subarray(0, used))) this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
-  }
-
-  /** True when `bytes` may be reused: written whole (or dropped by a broken writer). */
-  #send(bytes: Buffer): boolean {
-    if (this.#writer instanceof NonBlockingWriter) return this.#writer.write(bytes);
-    // SonicBoom's types describe only its text mode; in buffer mode write() takes a Buffer.
-    this.#writer.write(bytes as unknown as string);
-    return false;
+    if (!this.#writer.write(this.#block.subarray(0, used))) this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
   }
 }
 

@@ -35,24 +35,20 @@ export async function authenticateRequest(
   let address: string | undefined;
   const addressOfClient = () => (address ??= clientAddress(ctx.req));
 
+  // The digest every authenticator compares, kept by the connection while it presents the same token.
+  const token = bearer.kind === "token" ? bearer.token : undefined;
+  const digest = token === undefined ? undefined : connectionTokenDigest(ctx.req.socket, token);
   let principal: Principal | undefined;
   const block = limits?.addressBlocked(addressOfClient);
   if (block !== undefined) {
     principal =
-      bearer.kind === "token"
-        ? await authenticateBlocked(
-            authenticator,
-            bearer.token,
-            connectionTokenDigest(ctx.req.socket, bearer.token),
-            block,
-          )
-        : undefined;
+      token === undefined || digest === undefined
+        ? undefined
+        : await authenticateBlocked(authenticator, token, digest, block);
     if (principal === undefined) throw tooManyRequests(block.refuse().headers);
   } else {
     principal =
-      bearer.kind === "token"
-        ? await authenticator.authenticate(bearer.token, connectionTokenDigest(ctx.req.socket, bearer.token))
-        : undefined;
+      token === undefined || digest === undefined ? undefined : await authenticator.authenticate(token, digest);
     if (principal === undefined) {
       const refused = await limits?.recordAuthFailure(addressOfClient());
       if (refused !== undefined) throw tooManyRequests(refused.headers);

@@ -1,5 +1,5 @@
-import type { PlantStoreClient } from "@plantstore/client";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import type { PlantStoreClient, StreamOpen } from "@plantstore/client";
+import { type FormEvent, useCallback, useState } from "react";
 
 import { CreatePlantForm } from "./create-plant-form.tsx";
 import { ErrorAlert } from "./error-alert.tsx";
@@ -41,18 +41,16 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
   const [openId, setOpenId] = useState<bigint | undefined>(undefined);
   const open = page.plants.find((plant) => plant.id === openId);
   const [filter, setFilter] = useState("");
-  useLiveFeed(client, page.apply, setFeedState);
-
-  // A feed that opens without a position to resume from starts with the changes committed after
-  // it: the list read before may miss one made in between, so it is read again once the feed is live.
-  const relistWhenLive = useRef(true);
+  // A stream with no position to resume from starts with the changes committed after it opened:
+  // the list read before may miss one made in between.
   const { reload } = page;
-  useEffect(() => {
-    if (feedState.kind === "reconnecting" && !feedState.resumable) relistWhenLive.current = true;
-    if (feedState.kind !== "live" || !relistWhenLive.current) return;
-    relistWhenLive.current = false;
-    reload();
-  }, [feedState, reload]);
+  const onOpen = useCallback(
+    (open: StreamOpen) => {
+      if (open.start === "fresh") reload();
+    },
+    [reload],
+  );
+  useLiveFeed(client, page.apply, onOpen, setFeedState);
 
   const applyFilter = (event: FormEvent) => {
     event.preventDefault();

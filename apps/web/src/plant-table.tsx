@@ -3,7 +3,7 @@ import { useEffect, useRef } from "react";
 
 import { FIRST_TABLE_MARK } from "./first-table-mark.ts";
 
-type Props = { plants: readonly NewPlant[]; onOpen: (id: bigint) => void };
+type Props = { plants: readonly NewPlant[]; onOpen: (plant: NewPlant) => void };
 
 /** The plants of one page, ordered by id; ids are bigints written out digit for digit. */
 export function PlantTable({ plants, onOpen }: Props) {
@@ -33,7 +33,7 @@ export function PlantTable({ plants, onOpen }: Props) {
             <td>{plant.name}</td>
             <td>{plant.tag ?? ""}</td>
             <td>
-              <button type="button" aria-label={`Open plant ${plant.id}`} onClick={() => onOpen(plant.id)}>
+              <button type="button" aria-label={`Open plant ${plant.id}`} onClick={() => onOpen(plant)}>
                 Open
               </button>
             </td>

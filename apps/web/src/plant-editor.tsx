@@ -6,9 +6,11 @@ import {
   PlantStoreError,
   PlantStorePreconditionFailedError,
 } from "@plantstore/client";
+import { printable } from "@plantstore/schema";
 import { type FormEvent, type ReactNode, useEffect, useRef, useState } from "react";
 
 import { ErrorAlert } from "./error-alert.tsx";
+import { PrintableText } from "./printable-text.tsx";
 
 /** What the live feed said about the open plant: how it is after a change, that it was deleted, or that changes may have been missed. */
 export type PlantNews = { kind: "changed"; plant: NewPlant } | { kind: "deleted" } | { kind: "unknown" };
@@ -52,7 +54,8 @@ function patched(plant: NewPlant, edit: PlantPatch): NewPlant {
   return { id: plant.id, name: edit.name ?? plant.name, ...(tag === undefined ? {} : { tag }) };
 }
 
-const tagCell = (tag: string | null | undefined): ReactNode => (tag === undefined || tag === null ? "(none)" : tag);
+const tagCell = (tag: string | null | undefined): ReactNode =>
+  tag === undefined || tag === null ? "(none)" : <PrintableText text={tag} />;
 const UNCHANGED = "(unchanged)";
 
 /** The plant the edit was made on, the one stored now, and the edit, field by field. */
@@ -70,9 +73,13 @@ function WhatChanged({ label, base, now, edit }: { label: string; base: NewPlant
       <tbody>
         <tr>
           <th scope="row">Name</th>
-          <td>{base.name}</td>
-          <td>{now.name}</td>
-          <td>{edit.name ?? UNCHANGED}</td>
+          <td>
+            <PrintableText text={base.name} />
+          </td>
+          <td>
+            <PrintableText text={now.name} />
+          </td>
+          <td>{edit.name === undefined ? UNCHANGED : <PrintableText text={edit.name} />}</td>
         </tr>
         <tr>
           <th scope="row">Tag</th>
@@ -82,6 +89,16 @@ function WhatChanged({ label, base, now, edit }: { label: string; base: NewPlant
         </tr>
       </tbody>
     </table>
+  );
+}
+
+/** A field's text made visible beside it, when it holds characters that do not show as they are. */
+function HiddenCharacters({ id, text }: { id: string; text: string }) {
+  if (printable(text) === text) return null;
+  return (
+    <p id={id} className="hint">
+      Hidden characters: <PrintableText text={text} />
+    </p>
   );
 }
 
@@ -324,6 +341,8 @@ export function PlantEditor({ client, plant, news, filterTag, onSaved, onDeleted
 
   const idText = id.toString();
   const gone = stored === undefined;
+  const showsNameHint = printable(name) !== name;
+  const showsTagHint = printable(tag) !== tag;
   return (
     <section className="editor" aria-labelledby="editor-heading">
       <h2 id="editor-heading" tabIndex={-1} ref={heading}>
@@ -331,9 +350,22 @@ export function PlantEditor({ client, plant, news, filterTag, onSaved, onDeleted
       </h2>
       <form aria-label={`Edit plant ${idText}`} onSubmit={submit}>
         <label htmlFor="edit-name">Name</label>
-        <input id="edit-name" ref={nameInput} value={name} onChange={(event) => setName(event.target.value)} />
+        <input
+          id="edit-name"
+          ref={nameInput}
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          aria-describedby={showsNameHint ? "edit-name-hidden" : undefined}
+        />
+        <HiddenCharacters id="edit-name-hidden" text={name} />
         <label htmlFor="edit-tag">Tag</label>
-        <input id="edit-tag" value={tag} onChange={(event) => setTag(event.target.value)} />
+        <input
+          id="edit-tag"
+          value={tag}
+          onChange={(event) => setTag(event.target.value)}
+          aria-describedby={showsTagHint ? "edit-tag-hidden" : undefined}
+        />
+        <HiddenCharacters id="edit-tag-hidden" text={tag} />
         <button type="submit" disabled={busy || gone || revision === undefined || conflict !== undefined}>
           Save
         </button>
@@ -353,8 +385,8 @@ export function PlantEditor({ client, plant, news, filterTag, onSaved, onDeleted
       ) : null}
       {!gone && filterTag !== undefined && stored.tag !== filterTag ? (
         <p role="status">
-          This plant is no longer in this filter: its tag is {tagCell(stored.tag)}, the table shows {filterTag}. You can
-          go on editing it here.
+          This plant is no longer in this filter: its tag is {tagCell(stored.tag)}, the table shows{" "}
+          <PrintableText text={filterTag} />. You can go on editing it here.
         </p>
       ) : null}
       {changed === undefined || conflict !== undefined || gone ? null : (

@@ -2,6 +2,7 @@ import type { NewPlant } from "@plantstore/client";
 import { useEffect, useRef } from "react";
 
 import { FIRST_TABLE_MARK } from "./first-table-mark.ts";
+import { PrintableText } from "./printable-text.tsx";
 
 type Props = { plants: readonly NewPlant[]; onOpen: (plant: NewPlant) => void };
 
@@ -30,8 +31,10 @@ export function PlantTable({ plants, onOpen }: Props) {
         {plants.map((plant) => (
           <tr key={plant.id.toString()}>
             <td className="id">{plant.id.toString()}</td>
-            <td>{plant.name}</td>
-            <td>{plant.tag ?? ""}</td>
+            <td>
+              <PrintableText text={plant.name} />
+            </td>
+            <td>{plant.tag === undefined ? null : <PrintableText text={plant.tag} />}</td>
             <td>
               <button type="button" aria-label={`Open plant ${plant.id}`} onClick={() => onOpen(plant)}>
                 Open

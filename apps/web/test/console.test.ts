@@ -378,6 +378,41 @@ describe("an open plant while others change it", () => {
   });
 });
 
+describe("names and tags with hidden characters", () => {
+  it("shows bidirectional controls and invisible characters as escapes, set apart, each field isolated", async () => {
+    // U+202E displays what follows reversed: unescaped, this name would read "Fernchild".
+    const name = "Fern\u202edlihc";
+    const tag = "\u2066herb\u2069\u200b";
+    await elsewhere.createPlant({ id: 4700n, name, tag });
+    const shown = row(page, "4700");
+    await shown.waitFor();
+    expect(await shown.getByRole("cell").allTextContents()).toEqual([
+      "4700",
+      "Fern\\u202edlihc",
+      "\\u2066herb\\u2069\\u200b",
+      "Open",
+    ]);
+    expect(await shown.locator("bdi").count()).toBe(2);
+    const escapes = shown.locator("bdi .escape");
+    expect(await escapes.allTextContents()).toEqual(["\\u202e", "\\u2066", "\\u2069", "\\u200b"]);
+    const style = (locator: Locator) =>
+      locator.evaluate((element) => {
+        const { backgroundColor, fontFamily } = getComputedStyle(element);
+        return { backgroundColor, fontFamily };
+      });
+    expect(await style(escapes.first())).not.toEqual(await style(shown.getByRole("cell").nth(1)));
+
+    const form = await openPlant(page, "4700");
+    // The field holds the exact text, to edit; beside it, what it holds, made visible.
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe(name);
+    const hint = form.getByText("Hidden characters:").first();
+    expect(await hint.textContent()).toBe("Hidden characters: Fern\\u202edlihc");
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "hidden-characters");
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+});
+
 describe("changes made elsewhere", () => {
   it("arrive live in a second tab: a create, an edit and a delete", async () => {
     const second = await signedInTab();

@@ -166,6 +166,8 @@ describe("packages/client/README.md", () => {
     '`client.replacePlant(id, plant, { ifMatch } | { ifNoneMatch: "*" })`',
     "`client.deletePlant(id, { ifMatch, signal }?)`",
   ].map((title) => codeBlocks(section(markdown, title), "ts")[0]);
+  // The first watch snippet runs until Ctrl-C; the second stops once the stream is live.
+  const [, watching] = codeBlocks(section(markdown, "`client.watchPlants({ after, tag, signal, … }?)`"), "ts");
   // The later snippets continue the first one: `store` is its client.
   const setup = `import { createPlantStoreClient } from "@plantstore/client";\nconst store = createPlantStoreClient({ baseUrl: ${JSON.stringify(EXAMPLE_URL)}, token: ${JSON.stringify(TOKEN)} });\n`;
 
@@ -183,6 +185,7 @@ describe("packages/client/README.md", () => {
       "updating.ts": setup + updating!,
       "replacing.ts": setup + replacing!,
       "deleting.ts": setup + deleting!,
+      "watching.ts": setup + watching!,
     };
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ type: "module" }));
@@ -214,6 +217,7 @@ describe("packages/client/README.md", () => {
     expect(updating).toContain("PlantStorePreconditionFailedError");
     expect(replacing).toContain('ifNoneMatch: "*"');
     expect(deleting).toContain("ifMatch");
+    expect(watching).toContain("onOpen");
   });
 
   it("the first snippet type-checks, runs, and prints what its comment says", async () => {
@@ -260,6 +264,11 @@ describe("packages/client/README.md", () => {
     await expect(client.getPlant(15n)).rejects.toSatisfy(
       (error) => error instanceof PlantStoreError && error.status === 404,
     );
+  });
+
+  it("the onOpen snippet hears its stream open, fresh, and prints what its comment says", async () => {
+    const stdout = await runOk(process.execPath, ["watching.ts"], { cwd: project, env: cleanEnv() });
+    expect(stdout.trim().split("\n")).toEqual(shownByConsoleLog(watching!));
   });
 
   it("the paging snippets walk every fern, page by page and as one iteration", async () => {

@@ -1,7 +1,5 @@
 import type { NewPlant, PlantRevision } from "@plantstore/client";
-import { stringifyJsonLossless } from "@plantstore/schema";
-
-import { printable } from "./printable.ts";
+import { printable, stringifyJsonLossless } from "@plantstore/schema";
 
 /** A plant as one line of human output: `<id>: <name> (<tag>)`, without parentheses when it has no tag. */
 export function plantLine(plant: NewPlant): string {

@@ -146,6 +146,13 @@ describe("plantstore plants list, on success", () => {
     expect(json.stdout).toBe(`${stringifyJsonLossless([sly])}\n`);
   });
 
+  it("escapes isolates and invisible format characters in lines too, so look-alike names read apart", async () => {
+    const hidden = { id: 72n, name: "Fe\u200brn\u2066", tag: "\u2068herb\u2069\u00ad" };
+    await seed([hidden]);
+    const lines = await runCli(["plants", "list", "--after", "71", "--limit", "1", ...auth]);
+    expect(lines.stdout).toBe("72: Fe\\u200brn\\u2066 (\\u2068herb\\u2069\\u00ad)\n");
+  });
+
   it("uses PLANTSTORE_URL and PLANTSTORE_TOKEN when no flags are given", async () => {
     const result = await runCli(["plants", "list", "--tag", "edge", "--limit", "1", "--json"], {
       PLANTSTORE_URL: server.url,

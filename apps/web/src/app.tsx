@@ -8,13 +8,11 @@ import type { FeedState } from "./use-live-feed.ts";
 
 export function App() {
   const [feedState, setFeedState] = useState<FeedState>({ kind: "connecting" });
-  // The client's fetch reports the feed's opened connections here (see session.ts).
-  const feedOpened = useCallback(() => setFeedState({ kind: "live" }), []);
   const [client, setClient] = useState<PlantStoreClient | undefined>(() => {
     const token = storedToken();
     if (token === undefined) return undefined;
     try {
-      return connect(token, feedOpened);
+      return connect(token);
     } catch {
       // A stored token that cannot be sent (edited by hand): sign in again.
       forgetToken();
@@ -33,7 +31,7 @@ export function App() {
   }, []);
 
   return client === undefined ? (
-    <SignIn connect={(token) => connect(token, feedOpened)} onSignedIn={signedIn} />
+    <SignIn connect={connect} onSignedIn={signedIn} />
   ) : (
     <PlantsScreen client={client} feedState={feedState} setFeedState={setFeedState} onSignOut={signOut} />
   );

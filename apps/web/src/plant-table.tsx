@@ -2,8 +2,9 @@ import type { NewPlant } from "@plantstore/client";
 import { useEffect, useRef } from "react";
 
 import { FIRST_TABLE_MARK } from "./first-table-mark.ts";
+import { PrintableText } from "./printable-text.tsx";
 
-type Props = { plants: readonly NewPlant[]; onOpen: (id: bigint) => void };
+type Props = { plants: readonly NewPlant[]; onOpen: (plant: NewPlant) => void };
 
 /** The plants of one page, ordered by id; ids are bigints written out digit for digit. */
 export function PlantTable({ plants, onOpen }: Props) {
@@ -30,10 +31,12 @@ export function PlantTable({ plants, onOpen }: Props) {
         {plants.map((plant) => (
           <tr key={plant.id.toString()}>
             <td className="id">{plant.id.toString()}</td>
-            <td>{plant.name}</td>
-            <td>{plant.tag ?? ""}</td>
             <td>
-              <button type="button" aria-label={`Open plant ${plant.id}`} onClick={() => onOpen(plant.id)}>
+              <PrintableText text={plant.name} />
+            </td>
+            <td>{plant.tag === undefined ? null : <PrintableText text={plant.tag} />}</td>
+            <td>
+              <button type="button" aria-label={`Open plant ${plant.id}`} onClick={() => onOpen(plant)}>
                 Open
               </button>
             </td>

@@ -1,9 +1,9 @@
-import type { PlantStoreClient } from "@plantstore/client";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import type { NewPlant, PlantStoreClient, StreamOpen, WatchPlantsEvent } from "@plantstore/client";
+import { type FormEvent, useCallback, useRef, useState } from "react";
 
 import { CreatePlantForm } from "./create-plant-form.tsx";
 import { ErrorAlert } from "./error-alert.tsx";
-import { PlantEditor } from "./plant-editor.tsx";
+import { PlantEditor, type PlantNews } from "./plant-editor.tsx";
 import { PlantTable } from "./plant-table.tsx";
 import { type FeedState, useLiveFeed } from "./use-live-feed.ts";
 import { usePlantPage } from "./use-plant-page.ts";
@@ -38,26 +38,47 @@ type Props = {
 
 export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Props) {
   const page = usePlantPage(client, 100);
-  const [openId, setOpenId] = useState<bigint | undefined>(undefined);
-  const open = page.plants.find((plant) => plant.id === openId);
+  // The open plant is the editor's own, from the row it was opened from: what happens to the
+  // listing afterwards (a deletion, a filter it leaves, another page) never closes it.
+  const [opened, setOpened] = useState<NewPlant | undefined>(undefined);
+  const [news, setNews] = useState<PlantNews | undefined>(undefined);
+  const openedId = useRef<bigint | undefined>(undefined);
+  openedId.current = opened?.id;
   const [filter, setFilter] = useState("");
-  useLiveFeed(client, page.apply, setFeedState);
 
-  // A feed that opens without a position to resume from starts with the changes committed after
-  // it: the list read before may miss one made in between, so it is read again once the feed is live.
-  const relistWhenLive = useRef(true);
-  const { reload } = page;
-  useEffect(() => {
-    if (feedState.kind === "reconnecting" && !feedState.resumable) relistWhenLive.current = true;
-    if (feedState.kind !== "live" || !relistWhenLive.current) return;
-    relistWhenLive.current = false;
-    reload();
-  }, [feedState, reload]);
+  const { apply, reload } = page;
+  const onEvent = useCallback(
+    (event: WatchPlantsEvent) => {
+      apply(event);
+      const id = openedId.current;
+      if (id === undefined) return;
+      if (event.type === "reset") setNews({ kind: "unknown" });
+      else if (event.type === "plant.deleted") {
+        if (event.id === id) setNews({ kind: "deleted" });
+      } else if (event.plant.id === id) setNews({ kind: "changed", plant: event.plant });
+    },
+    [apply],
+  );
+  // A stream with no position to resume from starts with the changes committed after it opened:
+  // what was read before (the list, the open plant) may miss one made in between.
+  const onOpen = useCallback(
+    (open: StreamOpen) => {
+      if (open.start !== "fresh") return;
+      reload();
+      if (openedId.current !== undefined) setNews({ kind: "unknown" });
+    },
+    [reload],
+  );
+  useLiveFeed(client, onEvent, onOpen, setFeedState);
 
   const applyFilter = (event: FormEvent) => {
     event.preventDefault();
     const tag = filter.trim();
     page.setTag(tag === "" ? undefined : tag);
+  };
+  const openPlant = (plant: NewPlant) => {
+    setNews(undefined);
+    setOpened(plant);
   };
 
   return (
@@ -87,7 +108,7 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
             </select>
           </form>
           <ErrorAlert error={page.error} />
-          <PlantTable plants={page.plants} onOpen={setOpenId} />
+          <PlantTable plants={page.plants} onOpen={openPlant} />
           {!page.loading && page.plants.length === 0 ? <p>No plants on this page.</p> : null}
           <nav aria-label="Pages" className="pages">
             <button type="button" disabled={!page.hasPrevious} onClick={page.previousPage}>
@@ -98,17 +119,19 @@ export function PlantsScreen({ client, feedState, setFeedState, onSignOut }: Pro
             </button>
           </nav>
         </section>
-        {open === undefined ? null : (
+        {opened === undefined ? null : (
           <PlantEditor
-            key={open.id.toString()}
+            key={opened.id.toString()}
             client={client}
-            plant={open}
+            plant={opened}
+            news={news}
+            filterTag={page.tag}
             onSaved={page.put}
             onDeleted={(id) => {
               page.remove(id);
-              setOpenId(undefined);
+              setOpened(undefined);
             }}
-            onClose={() => setOpenId(undefined)}
+            onClose={() => setOpened(undefined)}
           />
         )}
       </main>

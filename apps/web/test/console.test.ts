@@ -5,7 +5,7 @@ import { eventually } from "@plantstore/test-support/eventually";
 import { type FaultProxy, startFaultProxy } from "@plantstore/test-support/fault-proxy";
 import type { RealServer } from "@plantstore/test-support/real-server";
 import { TEST_TOKEN } from "@plantstore/test-support/test-config";
-import type { Page } from "playwright-core";
+import type { Locator, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { FIRST_TABLE_MARK } from "../src/first-table-mark.ts";
@@ -218,7 +218,7 @@ describe("editing a plant", () => {
     expect(await changed.getByRole("row").allTextContents()).toEqual([
       "FieldWhen you opened itStored nowYour edit",
       "NameOpeningOpeningTyped early",
-      "Tagreadmovedread",
+      "Tagreadmoved(unchanged)",
     ]);
     await expect(server.store.get(4142n)).resolves.toMatchObject({ name: "Opening", tag: "moved" });
     // The form still shows what the person sees as their edit, which re-applying saves.
@@ -226,8 +226,189 @@ describe("editing a plant", () => {
     expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("read");
     await page.getByRole("button", { name: "Re-apply my edit", exact: true }).click();
     await row(page, "4142").filter({ hasText: "Typed early" }).waitFor();
-    await expect(server.store.get(4142n)).resolves.toMatchObject({ name: "Typed early", tag: "read" });
+    // Only the name was typed: the tag changed meanwhile stays.
+    await expect(server.store.get(4142n)).resolves.toMatchObject({ name: "Typed early", tag: "moved" });
     await read.stop();
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+});
+
+describe("an open plant while others change it", () => {
+  /** The editor of plant `id`, once its revision (and ETag) has been read and Save is enabled. */
+  async function openReady(id: string) {
+    const form = await openPlant(page, id);
+    await form.getByRole("button", { name: "Save", exact: true }).and(page.locator(":enabled")).waitFor();
+    return { form, editor: page.getByRole("region", { name: `Plant ${id}` }) };
+  }
+
+  it("re-applies only the fields the person changed, on the stored revision, so another writer's change survives", async () => {
+    await elsewhere.createPlant({ id: 4600n, name: "Monstera", tag: "live" });
+    await row(page, "4600").waitFor();
+    const patches: Request[] = [];
+    const onRequest = (request: Request) => {
+      if (request.method() === "PATCH") patches.push(request);
+    };
+    page.on("request", onRequest);
+    try {
+      const { form } = await openReady("4600");
+      const opened = await elsewhere.getPlant(4600n);
+      await form.getByLabel("Name", { exact: true }).fill("Monstera deliciosa");
+      const changed = await elsewhere.updatePlant(4600n, { tag: "changed-by-curl" }, { ifMatch: opened.etag });
+      await form.getByRole("button", { name: "Save", exact: true }).click();
+      await page.getByRole("table", { name: "What changed" }).waitFor();
+      await page.getByRole("button", { name: "Re-apply my edit", exact: true }).click();
+      await expect
+        .poll(() => server.store.get(4600n))
+        .toMatchObject({ name: "Monstera deliciosa", tag: "changed-by-curl" });
+      // A merge patch of the name alone, first on the revision opened, then on the one stored now.
+      expect(patches.map((patch) => [patch.postData(), patch.headers()["if-match"]])).toEqual([
+        ['{"name":"Monstera deliciosa"}', opened.etag],
+        ['{"name":"Monstera deliciosa"}', changed.etag],
+      ]);
+      await row(page, "4600").filter({ hasText: "changed-by-curl" }).waitFor();
+      expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("changed-by-curl");
+      await form.getByRole("button", { name: "Close", exact: true }).click();
+    } finally {
+      page.off("request", onRequest);
+    }
+  });
+
+  it("shows a change made elsewhere as it happens; taking the new revision keeps what was typed", async () => {
+    await elsewhere.createPlant({ id: 4620n, name: "Pothos", tag: "vine" });
+    await row(page, "4620").waitFor();
+    const { form, editor } = await openReady("4620");
+    await form.getByLabel("Name", { exact: true }).fill("Golden pothos");
+    const read = await elsewhere.getPlant(4620n);
+    await elsewhere.updatePlant(4620n, { tag: "hanging" }, { ifMatch: read.etag });
+    const news = editor.getByRole("table", { name: "Changed elsewhere" });
+    await news.waitFor();
+    expect(await editor.getByRole("status").filter({ hasText: "changed elsewhere" }).textContent()).toMatch(
+      /^This plant was changed elsewhere/,
+    );
+    expect(await news.getByRole("row").allTextContents()).toEqual([
+      "FieldWhen you opened itStored nowYour edit",
+      "NamePothosPothosGolden pothos",
+      "Tagvinehanging(unchanged)",
+    ]);
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Golden pothos");
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "changed-elsewhere");
+
+    await editor.getByRole("button", { name: "Take the new revision", exact: true }).click();
+    await news.waitFor({ state: "detached" });
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Golden pothos");
+    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("hanging");
+    await form.getByRole("button", { name: "Save", exact: true }).click();
+    await editor
+      .getByRole("status")
+      .filter({ hasText: /^Saved\.$/ })
+      .waitFor();
+    await expect(server.store.get(4620n)).resolves.toMatchObject({ name: "Golden pothos", tag: "hanging" });
+    expect(await page.getByRole("table", { name: "What changed" }).count()).toBe(0);
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+
+  it("keeps editing on the revision it was opened at when the person chooses so", async () => {
+    await elsewhere.createPlant({ id: 4621n, name: "Calathea", tag: "prayer" });
+    await row(page, "4621").waitFor();
+    const { form, editor } = await openReady("4621");
+    await form.getByLabel("Tag", { exact: true }).fill("shade");
+    const read = await elsewhere.getPlant(4621n);
+    await elsewhere.updatePlant(4621n, { name: "Calathea orbifolia" }, { ifMatch: read.etag });
+    const news = editor.getByRole("table", { name: "Changed elsewhere" });
+    await news.waitFor();
+    await editor.getByRole("button", { name: "Keep editing", exact: true }).click();
+    await news.waitFor({ state: "detached" });
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Calathea");
+    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("shade");
+    // Still on the revision opened: the save meets the change, and offers the choice again.
+    await form.getByRole("button", { name: "Save", exact: true }).click();
+    await page.getByRole("table", { name: "What changed" }).waitFor();
+    await page.getByRole("button", { name: "Re-apply my edit", exact: true }).click();
+    await expect.poll(() => server.store.get(4621n)).toMatchObject({ name: "Calathea orbifolia", tag: "shade" });
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+  });
+
+  it("stays open when the plant is deleted elsewhere, says so, and keeps what was typed", async () => {
+    await elsewhere.createPlant({ id: 4610n, name: "Doomed fern", tag: "doomed" });
+    await row(page, "4610").waitFor();
+    const { form, editor } = await openReady("4610");
+    await form.getByLabel("Name", { exact: true }).fill("Rescued fern");
+    await elsewhere.deletePlant(4610n);
+    await editor.getByRole("alert").filter({ hasText: "deleted elsewhere" }).waitFor();
+    await row(page, "4610").waitFor({ state: "detached" });
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Rescued fern");
+    expect(await form.getByRole("button", { name: "Save", exact: true }).isDisabled()).toBe(true);
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "deleted-elsewhere");
+    await form.getByRole("button", { name: "Close", exact: true }).click();
+    await editor.waitFor({ state: "detached" });
+  });
+
+  it("stays open when the plant leaves the filter, by its own save or by a change elsewhere, and says so", async () => {
+    await elsewhere.createPlant({ id: 4630n, name: "Cactus A", tag: "shelf-4630" });
+    await elsewhere.createPlant({ id: 4631n, name: "Cactus B", tag: "shelf-4630" });
+    await page.getByLabel("Filter by tag", { exact: true }).fill("shelf-4630");
+    await page.getByRole("button", { name: "Filter", exact: true }).click();
+    await expect.poll(() => shownIds(page)).toEqual(["4630", "4631"]);
+    const leftFilter = (editor: Locator) => editor.getByRole("status").filter({ hasText: "no longer in this filter" });
+
+    const first = await openReady("4630");
+    await first.form.getByLabel("Tag", { exact: true }).fill("sold");
+    await first.form.getByRole("button", { name: "Save", exact: true }).click();
+    await expect.poll(() => shownIds(page)).toEqual(["4631"]);
+    await leftFilter(first.editor).waitFor();
+    expect(await first.form.getByLabel("Tag", { exact: true }).inputValue()).toBe("sold");
+    await expect(server.store.get(4630n)).resolves.toMatchObject({ name: "Cactus A", tag: "sold" });
+    await first.form.getByRole("button", { name: "Close", exact: true }).click();
+
+    const second = await openReady("4631");
+    await second.form.getByLabel("Name", { exact: true }).fill("Cactus Bee");
+    const read = await elsewhere.getPlant(4631n);
+    await elsewhere.updatePlant(4631n, { tag: "gift" }, { ifMatch: read.etag });
+    await expect.poll(() => shownIds(page)).toEqual([]);
+    await leftFilter(second.editor).waitFor();
+    await second.editor.getByRole("table", { name: "Changed elsewhere" }).waitFor();
+    expect(await second.form.getByLabel("Name", { exact: true }).inputValue()).toBe("Cactus Bee");
+    await second.form.getByRole("button", { name: "Close", exact: true }).click();
+
+    await page.getByLabel("Filter by tag", { exact: true }).fill("");
+    await page.getByRole("button", { name: "Filter", exact: true }).click();
+    await row(page, "4631").waitFor();
+  });
+});
+
+describe("names and tags with hidden characters", () => {
+  it("shows bidirectional controls and invisible characters as escapes, set apart, each field isolated", async () => {
+    // U+202E displays what follows reversed: unescaped, this name would read "Fernchild".
+    const name = "Fern\u202edlihc";
+    const tag = "\u2066herb\u2069\u200b";
+    await elsewhere.createPlant({ id: 4700n, name, tag });
+    const shown = row(page, "4700");
+    await shown.waitFor();
+    expect(await shown.getByRole("cell").allTextContents()).toEqual([
+      "4700",
+      "Fern\\u202edlihc",
+      "\\u2066herb\\u2069\\u200b",
+      "Open",
+    ]);
+    expect(await shown.locator("bdi").count()).toBe(2);
+    const escapes = shown.locator("bdi .escape");
+    expect(await escapes.allTextContents()).toEqual(["\\u202e", "\\u2066", "\\u2069", "\\u200b"]);
+    const style = (locator: Locator) =>
+      locator.evaluate((element) => {
+        const { backgroundColor, fontFamily } = getComputedStyle(element);
+        return { backgroundColor, fontFamily };
+      });
+    expect(await style(escapes.first())).not.toEqual(await style(shown.getByRole("cell").nth(1)));
+
+    const form = await openPlant(page, "4700");
+    // The field holds the exact text, to edit; beside it, what it holds, made visible.
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe(name);
+    const hint = form.getByText("Hidden characters:").first();
+    expect(await hint.textContent()).toBe("Hidden characters: Fern\\u202edlihc");
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await screenshot(page, "hidden-characters");
     await form.getByRole("button", { name: "Close", exact: true }).click();
   });
 });
@@ -279,12 +460,12 @@ describe("changes made elsewhere", () => {
     expect(await changed.getByRole("row").allTextContents()).toEqual([
       "FieldWhen you opened itStored nowYour edit",
       "NameBasilBasilSweet basil",
-      "Tagherbkitchenherb",
+      "Tagherbkitchen(unchanged)",
     ]);
     expect(await accessibilityViolations(page)).toEqual([]);
     await screenshot(page, "precondition-failed");
     await page.getByRole("button", { name: "Re-apply my edit", exact: true }).click();
-    await expect.poll(() => server.store.get(4343n)).toMatchObject({ name: "Sweet basil", tag: "herb" });
+    await expect.poll(() => server.store.get(4343n)).toMatchObject({ name: "Sweet basil", tag: "kitchen" });
     await changed.waitFor({ state: "detached" });
 
     const again = await elsewhere.getPlant(4343n);
@@ -295,8 +476,8 @@ describe("changes made elsewhere", () => {
     await changed.waitFor();
     await page.getByRole("button", { name: "Discard my edit", exact: true }).click();
     expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe("Thai basil");
-    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("herb");
-    await expect(server.store.get(4343n)).resolves.toMatchObject({ name: "Thai basil", tag: "herb" });
+    expect(await form.getByLabel("Tag", { exact: true }).inputValue()).toBe("kitchen");
+    await expect(server.store.get(4343n)).resolves.toMatchObject({ name: "Thai basil", tag: "kitchen" });
     await form.getByRole("button", { name: "Close", exact: true }).click();
   });
 

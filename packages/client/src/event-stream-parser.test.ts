@@ -111,7 +111,23 @@ describe("the event stream parser (WHATWG rules)", () => {
   });
 
   it("does not dispatch an event without data, but its id counts", () => {
-    expect(parse(["id: 12\nevent: plant.created\n\n"], "3")).toEqual({ items: [], lastEventId: "12" });
+    expect(parse(["id: 12\nevent: plant.created\n\n"], "3")).toEqual({
+      items: [{ kind: "id", lastEventId: "12" }],
+      lastEventId: "12",
+    });
+  });
+
+  it("reports a block with an id and no data as where the stream stands, even the id it already had", () => {
+    // A server opens a resumed stream with the id it resumes after: the same id, yet news that it opened.
+    expect(parse(["retry: 2000\n\nid: 9\n\n: heartbeat\n\n\n"], "9")).toEqual({
+      items: [
+        { kind: "retry", milliseconds: 2000 },
+        { kind: "id", lastEventId: "9" },
+      ],
+      lastEventId: "9",
+    });
+    // A blank line alone, or a block whose id was ignored, says nothing.
+    expect(parse(["\n\nid: 1\u00002\n\n"]).items).toEqual([]);
   });
 
   it("does not count the id of an event the stream cut off before its blank line", () => {

@@ -10,7 +10,12 @@ export type ServerSentEvent = { type: string; data: string; lastEventId: string 
 export type EventStreamItem =
   | { kind: "event"; event: ServerSentEvent }
   /** A valid `retry:` field: the server's reconnection time in milliseconds. */
-  | { kind: "retry"; milliseconds: number };
+  | { kind: "retry"; milliseconds: number }
+  /**
+   * A blank line that ended a block with an `id:` field but no data: no event is dispatched, but
+   * the stream said where it stands (a server opens a stream with one, saying where it starts).
+   */
+  | { kind: "id"; lastEventId: string };
 
 export type EventStreamParser = {
   /** Parses the next piece of the stream and returns what it completed, in stream order. */
@@ -36,6 +41,8 @@ export function createEventStreamParser(lastEventId = ""): EventStreamParser {
   let data = "";
   let hasData = false;
   let eventType = "";
+  /** Whether the block being read had an `id:` field. */
+  let blockHasId = false;
   let idBuffer = lastEventId;
   let dispatchedId = lastEventId;
   let atStart = true;
@@ -49,7 +56,10 @@ export function createEventStreamParser(lastEventId = ""): EventStreamParser {
           kind: "event",
           event: { type: eventType === "" ? "message" : eventType, data, lastEventId: idBuffer },
         });
+      } else if (blockHasId) {
+        out.push({ kind: "id", lastEventId: idBuffer });
       }
+      blockHasId = false;
       data = "";
       hasData = false;
       eventType = "";
@@ -70,7 +80,10 @@ export function createEventStreamParser(lastEventId = ""): EventStreamParser {
         hasData = true;
         break;
       case "id":
-        if (!value.includes("\u0000")) idBuffer = value;
+        if (!value.includes("\u0000")) {
+          idBuffer = value;
+          blockHasId = true;
+        }
         break;
       case "retry":
         if (DIGITS.test(value)) out.push({ kind: "retry", milliseconds: Number(value) });

@@ -23,7 +23,7 @@ export type { NewPlantInput } from "./new-plant-input.ts";
 export type { PlantRevision } from "./plant-revision.ts";
 export type { ReplacedPlant, ReplacePlantOptions } from "./replace-plant.ts";
 export type { UpdatePlantOptions } from "./update-plant.ts";
-export type { Reconnect, WatchPlantsOptions } from "./watch-plants.ts";
+export type { Reconnect, StreamOpen, WatchPlantsOptions } from "./watch-plants.ts";
 export type { WatchPlantsEvent } from "./watch-plants-event.ts";
 export type {
   ErrorCodeName,

@@ -31,6 +31,25 @@ export type WatchPlantsOptions = {
   idleTimeoutMs?: number;
   /** Called before each wait to reconnect: why the connection was lost and when the next attempt is. */
   onReconnect?: (reconnect: Reconnect) => void;
+  /**
+   * Called on each connection, once the stream has said where it starts and before any of its
+   * events: from here on, every change arrives. Whether it resumed, started fresh or was reset.
+   */
+  onOpen?: (open: StreamOpen) => void;
+};
+
+export type StreamOpen = {
+  /** 1 for the first connection; each reconnection counts one more. */
+  connection: number;
+  /**
+   * `resumed`: right after the position asked for (`after`, then the last one seen), so no change
+   * was missed. `fresh`: no position was asked for, so it starts with the changes committed after
+   * it opened, and those before are not sent. `reset`: the server no longer has (or never had) the
+   * position asked for; changes may have been missed, and a `reset` event comes next.
+   */
+  start: "resumed" | "fresh" | "reset";
+  /** The position the stream starts after: its next change is the one after it. */
+  position: bigint;
 };
 
 export type Reconnect = {
@@ -51,6 +70,7 @@ type Watch = {
   maxReconnectDelayMs: number;
   idleTimeoutMs: number;
   onReconnect: ((reconnect: Reconnect) => void) | undefined;
+  onOpen: ((open: StreamOpen) => void) | undefined;
 };
 
 const refuse = (path: string, message: string): never => {
@@ -81,6 +101,7 @@ function toWatch(options: WatchPlantsOptions): Watch {
     maxReconnectDelayMs: positive(options.maxReconnectDelayMs, "maxReconnectDelayMs", DEFAULT_MAX_RECONNECT_MS),
     idleTimeoutMs: positive(options.idleTimeoutMs, "idleTimeoutMs", DEFAULT_IDLE_TIMEOUT_MS),
     onReconnect: options.onReconnect,
+    onOpen: options.onOpen,
   };
 }
 
@@ -126,6 +147,8 @@ type Progress = {
   retryHintMs: number;
   /** Failed attempts since a connection last opened. */
   attempt: number;
+  /** Connections whose answer opened a stream. */
+  connections: number;
 };
 
 /**
@@ -141,6 +164,7 @@ async function* events(connection: Connection, watch: Watch): AsyncGenerator<Wat
     lastEventId: watch.after === undefined ? "" : watch.after.toString(),
     retryHintMs: DEFAULT_RECONNECT_MS,
     attempt: 0,
+    connections: 0,
   };
   // A function, not a narrowed expression: the signal may abort during any await below.
   const aborted = () => signal?.aborted === true;
@@ -209,7 +233,20 @@ async function* streamOnce(
     const refused = await refusal(response);
     if (refused !== undefined) return refused;
     progress.attempt = 0;
+    progress.connections += 1;
 
+    // The server opens every stream with where it starts: a data-less `id:` (the position asked
+    // for, or its head when none was), or a `reset` event. An event first (a server that sends no
+    // such line) says it as well.
+    const resuming = progress.lastEventId !== "";
+    let announced = false;
+    const announce = (lastEventId: string, reset: boolean) => {
+      const position = parsePosition(lastEventId);
+      if (announced || position === undefined) return;
+      announced = true;
+      const start = reset ? "reset" : resuming ? "resumed" : "fresh";
+      watch.onOpen?.({ connection: progress.connections, start, position });
+    };
     const parser = createEventStreamParser(progress.lastEventId);
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     for (;;) {
@@ -234,6 +271,11 @@ async function* streamOnce(
           progress.retryHintMs = item.milliseconds;
           continue;
         }
+        if (item.kind === "id") {
+          announce(item.lastEventId, false);
+          continue;
+        }
+        announce(item.event.lastEventId, item.event.type === "reset");
         const event = toWatchPlantsEvent(item.event);
         if (event !== undefined) yield event;
       }

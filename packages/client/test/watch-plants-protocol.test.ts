@@ -7,6 +7,7 @@ import {
   PlantStoreRateLimitError,
   PlantStoreUnauthorizedError,
   type Reconnect,
+  type StreamOpen,
   type WatchPlantsEvent,
 } from "../src/index.ts";
 
@@ -130,6 +131,19 @@ describe("watchPlants reading the stream", () => {
     }
     expect(reconnects[1]!.cause).toBeInstanceOf(PlantStoreProtocolError);
     expect(reconnects[1]!.cause.message).toMatch(/fetch failed/);
+  });
+
+  it("calls onOpen at the first event of a stream that does not open with an id, and not for one that says nothing", async () => {
+    const opens: StreamOpen[] = [];
+    const { client, onReconnect } = scripted([
+      stream("retry: 10\n\n: heartbeat\n\n"),
+      stream('retry: 10\n\nid: 6\nevent: plant.deleted\ndata: {"id":5}\n\n'),
+      final,
+    ]);
+    const seen = await watchUntilFinal(client.watchPlants({ onReconnect, onOpen: (open) => opens.push(open) }));
+    expect(seen).toEqual([{ type: "plant.deleted", position: 6n, id: 5n }]);
+    // The first connection never said where it started, so the second resumed from nothing.
+    expect(opens).toEqual([{ connection: 2, start: "fresh", position: 6n }]);
   });
 
   it.each([

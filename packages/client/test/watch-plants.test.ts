@@ -17,6 +17,7 @@ import {
   PlantStoreInputError,
   PlantStoreUnauthorizedError,
   type Reconnect,
+  type StreamOpen,
   type WatchPlantsEvent,
 } from "../src/index.ts";
 
@@ -258,6 +259,78 @@ describe("watchPlants against the real server", () => {
       expect.stringMatching(/sent nothing for 300 ms/),
     ]);
     expect(reconnects.map((r) => r.after)).toEqual([seen[0]!.position, seen[0]!.position]);
+  });
+});
+
+describe("watchPlants' onOpen", () => {
+  it("says a stream without `after` starts fresh, and where, before any event: the next change follows it", async () => {
+    await writer.createPlant({ id: 1_100n, name: "before the watch" });
+    const opens: StreamOpen[] = [];
+    const seen = await collect(
+      watcher.watchPlants({
+        onOpen: (open) => {
+          opens.push(open);
+          // Live from here: nothing needs writing until a first event turns up.
+          void writer.createPlant({ id: 1_101n, name: "after onOpen" });
+        },
+      }),
+      () => true,
+    );
+    expect(opens).toEqual([{ connection: 1, start: "fresh", position: expect.any(BigInt) }]);
+    expect(seen).toEqual([
+      { type: "plant.created", position: opens[0]!.position + 1n, plant: { id: 1_101n, name: "after onOpen" } },
+    ]);
+  });
+
+  it("says a stream with `after` resumed right after it", async () => {
+    const start = await head();
+    await writer.createPlant({ id: 1_110n, name: "missed while away" });
+    const opens: StreamOpen[] = [];
+    const seen = await collect(watcher.watchPlants({ after: start, onOpen: (open) => opens.push(open) }), () => true);
+    expect(opens).toEqual([{ connection: 1, start: "resumed", position: start }]);
+    expect(seen).toMatchObject([{ type: "plant.created", position: start + 1n, plant: { id: 1_110n } }]);
+  });
+
+  it("says a stream whose `after` the server does not have was reset, before the reset event", async () => {
+    const start = await head();
+    const calls: string[] = [];
+    const opens: StreamOpen[] = [];
+    const seen = await collect(
+      watcher.watchPlants({
+        after: start + 1_000_000n,
+        onOpen: (open) => {
+          opens.push(open);
+          calls.push("onOpen");
+        },
+      }),
+      (s) => {
+        calls.push(s.at(-1)!.type);
+        return true;
+      },
+    );
+    expect(opens).toEqual([{ connection: 1, start: "reset", position: start }]);
+    expect(seen).toMatchObject([{ type: "reset", position: start }]);
+    expect(calls).toEqual(["onOpen", "reset"]);
+  });
+
+  it("is called again on each reconnection, which resumes after the last change seen", async () => {
+    const start = await head();
+    await writer.createPlant({ id: 1_120n, name: "first" });
+    const opens: StreamOpen[] = [];
+    const seen = await collect(
+      watcher.watchPlants({ after: start, maxReconnectDelayMs: 20, onOpen: (open) => opens.push(open) }),
+      (s) => s.length === 2,
+      (s) => {
+        if (s.length !== 1) return;
+        proxy.cut();
+        void writer.createPlant({ id: 1_121n, name: "second" });
+      },
+    );
+    expect(seen.map((e) => (e.type === "plant.created" ? e.plant.id : e.type))).toEqual([1_120n, 1_121n]);
+    expect(opens).toEqual([
+      { connection: 1, start: "resumed", position: start },
+      { connection: 2, start: "resumed", position: seen[0]!.position },
+    ]);
   });
 });
 

@@ -27,6 +27,7 @@ export {
   PlantEvent,
   PlantUpdatedEvent,
 } from "./plant-events.ts";
+export { printable, type PrintablePart, printableParts } from "./printable.ts";
 export {
   Int64Text,
   LIST_LIMIT_DEFAULT,

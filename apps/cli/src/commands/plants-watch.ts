@@ -1,11 +1,10 @@
 import { PlantStoreInputError, type Reconnect, type WatchPlantsEvent } from "@plantstore/client";
-import { stringifyJsonLossless } from "@plantstore/schema";
+import { printable, stringifyJsonLossless } from "@plantstore/schema";
 import type { Command } from "commander";
 
 import { addConnectionOptions, connect, type ConnectionOptions, usageError } from "../connect.ts";
 import type { Io } from "../io.ts";
 import { parsePosition } from "../parse-position.ts";
-import { printable } from "../printable.ts";
 
 type WatchOptions = ConnectionOptions & { tag?: string; after?: bigint; json?: boolean };
 

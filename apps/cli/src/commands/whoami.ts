@@ -1,9 +1,9 @@
 import type { WhoAmI } from "@plantstore/client";
+import { printable } from "@plantstore/schema";
 import type { Command } from "commander";
 
 import { addConnectionOptions, connect, type ConnectionOptions } from "../connect.ts";
 import type { Io } from "../io.ts";
-import { printable } from "../printable.ts";
 
 type WhoAmIOptions = ConnectionOptions & { json?: boolean };
 

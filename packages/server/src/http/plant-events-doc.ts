@@ -105,13 +105,16 @@ export const PLANT_EVENTS_OPERATION = {
           ...RATE_LIMIT_HEADERS,
         },
         content: {
-          // A string, so generated clients type the body as the text it is; OpenAPI 3.1 has no
-          // streamed-items schema, so the events' schema sits beside it as 3.2's `itemSchema` would.
+          // A string, so generated clients type the body as the text it is. OpenAPI 3.1 has no
+          // streamed-items schema: the events' schema sits beside it as 3.2's `itemSchema` would, and
+          // the string's `contentSchema` (JSON Schema's, an annotation) says what its text decodes to.
           "text/event-stream": {
             schema: {
               type: "string",
               description:
                 "Server-sent events (`text/event-stream`), in stream order and without end; each event, parsed, is a `PlantEvent`.",
+              contentMediaType: "text/event-stream",
+              contentSchema: { type: "array", items: eventSchema },
             },
             "x-itemSchema": eventSchema,
             example: EXAMPLE_STREAM,

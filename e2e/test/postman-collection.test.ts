@@ -98,7 +98,7 @@ function replacingNotCreating(items: CollectionItem[], unticked: string[]): void
     if (item.request?.method !== "PUT" || ifNoneMatch === undefined) continue;
     if (!headers.some((header) => header.key === "If-Match")) continue;
     ifNoneMatch.disabled = true;
-    unticked.push(`${item.request!.method} If-None-Match: ${ifNoneMatch.value}`);
+    unticked.push(`${item.request.method} If-None-Match: ${ifNoneMatch.value}`);
   }
 }
 

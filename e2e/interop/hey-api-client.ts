@@ -1,6 +1,6 @@
 import { createClient } from "./generated/hey-api/client/index.js";
-import { createPlant, deletePlant, listPlants } from "./generated/hey-api/sdk.gen.js";
-import type { NewPlant } from "./generated/hey-api/types.gen.js";
+import { createPlant, deletePlant, listPlants, replacePlant } from "./generated/hey-api/sdk.gen.js";
+import type { NewPlant, Plant } from "./generated/hey-api/types.gen.js";
 import { nextAfter, quoteBigIntegers, stringifyLossless } from "./lossless-json.js";
 
 /**
@@ -44,6 +44,17 @@ export async function create(client: PlantStore, plant: NewPlant) {
 export async function remove(client: PlantStore, id: bigint) {
   const { error, response } = await deletePlant({ client, path: { id } });
   return { status: statusOf(response, error), error };
+}
+
+/** Creates the plant by `PUT` only if its id is free (`If-None-Match: *`, a declared header). */
+export async function createWithPut(client: PlantStore, id: bigint, plant: Plant) {
+  const { data, error, response } = await replacePlant({
+    client,
+    path: { id },
+    headers: { "If-None-Match": "*" },
+    body: plant,
+  });
+  return { status: statusOf(response, error), plant: data, location: response?.headers.get("location"), error };
 }
 
 /** Every page from the start, following `Link: <…>; rel="next"` until there is none. */

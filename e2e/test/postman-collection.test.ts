@@ -16,9 +16,12 @@ import { cleanEnv, ROOT, runOk } from "./workspace.ts";
  * against a real server. Only the two variables every generated collection asks for are set: the
  * base URL and the bearer token (one issued by `tokens create`). Every request must get the 2xx its
  * operation documents, in the collection's own order: create, list, read, patch, replace, delete,
- * whoami (the change feed's event stream is left out: see withoutEventStreams). The writes by id carry the document's `If-Match` examples: an ETag is a digest of the
- * plant's content, so the examples can name the ETag the example plant has at each step, and the
- * preconditions are really checked on the way (a stale one would be a 412).
+ * whoami, each GET followed by its HEAD (the change feed's event stream is left out: see
+ * withoutEventStreams; its HEAD, which opens no stream, is run). The writes by id carry the
+ * document's `If-Match` examples: an ETag is a digest of the plant's content, so the examples can
+ * name the ETag the example plant has at each step, and the preconditions are really checked on the
+ * way (a stale one would be a 412). `PUT` declares both its preconditions, and the run picks one
+ * (see replacingNotCreating), as a user of the imported collection does.
  */
 
 type CollectionDefinition = {
@@ -27,7 +30,11 @@ type CollectionDefinition = {
   auth?: unknown;
 };
 type OpenApiOperation = { responses: Record<string, { content?: Record<string, unknown> }> };
-type CollectionItem = { item?: CollectionItem[]; request?: { method: string; url: { path?: string[] } } };
+type CollectionHeader = { key: string; value: string; disabled?: boolean };
+type CollectionItem = {
+  item?: CollectionItem[];
+  request?: { method: string; url: { path?: string[] }; header?: CollectionHeader[] };
+};
 type OpenApiDocument = { paths: Record<string, Record<string, OpenApiOperation>> };
 
 function convert(document: string): Promise<CollectionDefinition> {
@@ -77,6 +84,24 @@ function withoutEventStreams(items: CollectionItem[], document: OpenApiDocument,
   });
 }
 
+/**
+ * `PUT /plants/{id}` replaces with `If-Match` or creates with `If-None-Match: *`, one or the other
+ * (400 or 412 with both); the collection, as imported, sends every documented header with its
+ * example. This run replaces the plant the chain created, so it unticks `If-None-Match` on the
+ * requests that carry both, as a user would, and returns the value it unticked.
+ */
+function replacingNotCreating(items: CollectionItem[], unticked: string[]): void {
+  for (const item of items) {
+    if (item.item !== undefined) replacingNotCreating(item.item, unticked);
+    const headers = item.request?.header ?? [];
+    const ifNoneMatch = headers.find((header) => header.key === "If-None-Match");
+    if (item.request?.method !== "PUT" || ifNoneMatch === undefined) continue;
+    if (!headers.some((header) => header.key === "If-Match")) continue;
+    ifNoneMatch.disabled = true;
+    unticked.push(`${item.request.method} If-None-Match: ${ifNoneMatch.value}`);
+  }
+}
+
 describe("a Postman collection generated from the served /openapi.json, run with newman", () => {
   it("gets every operation's documented 2xx with the document's examples alone", { timeout: 60_000 }, async () => {
     await using server = await startRealServer(plantStoreServer);
@@ -114,6 +139,9 @@ describe("a Postman collection generated from the served /openapi.json, run with
     const streams: string[] = [];
     collection.item = withoutEventStreams(collection.item as CollectionItem[], document, streams);
     expect(streams).toEqual(["GET /plants/events"]);
+    const unticked: string[] = [];
+    replacingNotCreating(collection.item as CollectionItem[], unticked);
+    expect(unticked).toEqual(["PUT If-None-Match: *"]);
 
     const summary = await runCollection(collection);
     expect(summary.run.failures).toEqual([]);
@@ -136,11 +164,15 @@ describe("a Postman collection generated from the served /openapi.json, run with
     expect(answered.map(({ request, status }) => [request, status])).toEqual([
       ["POST /plants", 200],
       ["GET /plants", 200],
+      ["HEAD /plants", 200],
+      ["HEAD /plants/events", 200],
       ["GET /plants/10", 200],
+      ["HEAD /plants/10", 200],
       ["PATCH /plants/10", 200],
       ["PUT /plants/10", 200],
       ["DELETE /plants/10", 204],
       ["GET /whoami", 200],
+      ["HEAD /whoami", 200],
     ]);
     for (const { request, status, documented2xx, body } of answered) {
       // PUT documents two: 200 when it replaces (as here, with If-Match), 201 when it creates.
@@ -149,7 +181,11 @@ describe("a Postman collection generated from the served /openapi.json, run with
     }
 
     // Each write by id held the ETag the plant had just then: read, patched, replaced back, deleted.
-    const [read, patch, put, remove] = answered.slice(2, 6);
+    const answer = (request: string) => answered.find((each) => each.request === request);
+    const [read, patch, put, remove] = ["GET", "PATCH", "PUT", "DELETE"].map((method) =>
+      answer(`${method} /plants/10`),
+    );
+    expect(answer("HEAD /plants/10")?.etag).toBe(read!.etag);
     expect(JSON.parse(read!.body)).toEqual(NEW_PLANT_EXAMPLE);
     expect(patch!.ifMatch).toBe(read!.etag);
     expect(JSON.parse(patch!.body)).toEqual({ ...NEW_PLANT_EXAMPLE, tag: "outdoor" });

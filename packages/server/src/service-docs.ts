@@ -24,8 +24,27 @@ export const SERVICE_DESCRIPTION =
   "(an interactive reference: authorize with a token and try requests), `/healthz`, `/readyz` and, when enabled, " +
   "`/metrics`. Any other path answers 404 with `error` 40400 (paths match exactly and case-sensitively); a path " +
   "with a method it does not answer, 405 with `error` 40500 and an `Allow` header naming the methods it does, " +
-  "`HEAD` wherever `GET` is. Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
+  "`HEAD` wherever `GET` is (listed beside each `GET`). Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
   "and 400 for a request that is not valid HTTP.";
+
+/**
+ * What the document says of the `HEAD` it lists beside each `GET` (http/openapi-document.ts): the
+ * app answers HEAD wherever it answers GET, with the GET's status and headers and no body.
+ */
+export function headOperation(get: { path: string; operationId: string; summary: string }): {
+  operationId: string;
+  summary: string;
+  description: string;
+} {
+  return {
+    operationId: `${get.operationId}Head`,
+    summary: `${get.summary} (headers only)`,
+    description:
+      `\`GET ${get.path}\` (\`${get.operationId}\`) without a body (RFC 9110 §9.3.2): the same status and headers, ` +
+      "for the same token, scope and parameters, e.g. to learn whether it would answer, or its `ETag` or `Link`, " +
+      "without reading what it would send.",
+  };
+}
 
 export const SERVERS = [
   {

@@ -110,6 +110,13 @@ export class ResponseContract {
     // The seed shows only POST /plants: for operations it does not show, only the Error rule applies.
     if (operation === undefined && this.#errorFallback && status < 400) return;
     const declared = this.#response(operation?.responses[String(status)]);
+    // An answer to HEAD has no body (RFC 9110 §9.3.2): only its status is checked.
+    if (method === "HEAD") {
+      if (declared === undefined && !(status >= 400 && (this.#errorFallback || operation === undefined))) {
+        throw new Error(`${this.#name}: HEAD ${path} answered ${status}, which the document does not declare`);
+      }
+      return;
+    }
     let schema: unknown;
     if (declared !== undefined) {
       schema = declared.content?.["application/json"]?.schema;
@@ -180,8 +187,8 @@ export type Answer = { method: string; path: string; status: number; contentType
 export function checkAnswer(contracts: readonly ResponseContract[], answer: Answer): void {
   const method = answer.method.toUpperCase();
   const path = answer.path.split("?")[0] ?? answer.path;
-  // HEAD has no body; a CORS preflight (OPTIONS, 204) is part of the fetch protocol, not an operation.
-  if (method === "HEAD" || (method === "OPTIONS" && answer.status === 204)) return;
+  // A CORS preflight (OPTIONS, 204) is part of the fetch protocol, not an operation.
+  if (method === "OPTIONS" && answer.status === 204) return;
   if ((NON_API_PATHS.has(path) || WEB_APP_PATH.test(path)) && answer.status < 400) return;
   for (const contract of contracts) contract.check(method, path, answer.status, answer.contentType, answer.body);
 }

@@ -19,6 +19,7 @@ import {
   ERROR_CODE_PROPERTY,
   ERROR_STATUS_HEADERS,
   ERROR_STATUS_SUMMARIES,
+  headOperation,
   SERVERS,
   SERVICE_DESCRIPTION,
   SERVICE_LICENSE,
@@ -242,6 +243,44 @@ function addPlantEvents(paths: Record<string, Record<string, Json>>, pool: Map<s
 }
 
 /**
+ * A `HEAD` operation after every `GET`, as the app answers one (routes.ts): the GET's parameters,
+ * security and responses, each without `content`. The shared request-level answers (408, 414, 431)
+ * stay as referenced, since they are written before the request's method is known.
+ */
+function addHeadOperations(paths: Record<string, Record<string, Json>>): void {
+  for (const [template, item] of Object.entries(paths)) {
+    const get = item["get"];
+    if (get === undefined) continue;
+    const responses = Object.fromEntries(
+      Object.entries(get["responses"] as Record<string, Json>).map(([status, response]) => {
+        if (response["$ref"] !== undefined) return [status, response];
+        const { content: _content, ...bodiless } = response;
+        return [status, bodiless];
+      }),
+    );
+    const head = {
+      ...get,
+      ...headOperation({
+        path: template,
+        operationId: get["operationId"] as string,
+        summary: get["summary"] as string,
+      }),
+      responses,
+    };
+    paths[template] = Object.fromEntries(
+      Object.entries(item).flatMap(([method, operation]) =>
+        method === "get"
+          ? [
+              [method, operation],
+              ["head", head],
+            ]
+          : [[method, operation]],
+      ),
+    );
+  }
+}
+
+/**
  * The served OpenAPI 3.1.0 document. Paths and operations come from the tRPC router through
  * trpc-to-openapi and are completed from each procedure's `meta`; component schemas come from the
  * shared zod schemas through zod-openapi; and the parts trpc-to-openapi cannot express (a
@@ -286,6 +325,7 @@ export function buildOpenApiDocument(router: AppRouter, options: DocumentOptions
     completeOperation(operation, meta, procedure, options, pool);
   });
   addPlantEvents(paths, pool);
+  addHeadOperations(paths);
   const extraSchemas = referencedComponents(paths, schemas, pool);
 
   return {

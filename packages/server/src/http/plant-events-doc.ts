@@ -2,7 +2,7 @@ import { type ErrorCodeName, NEW_PLANT_EXAMPLE, PlantEvent, TAG_MAX_LENGTH } fro
 
 import { AUTH_ERRORS, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { PLANT_EVENTS_PATH } from "./plant-events.ts";
-import { RETRY_MS } from "./sse-frames.ts";
+import { changeFrames, positionFrame, RETRY_FRAME, RETRY_MS } from "./sse-frames.ts";
 
 type Json = Record<string, unknown>;
 
@@ -25,8 +25,30 @@ const DESCRIPTION = [
   "",
   "**Closing.** The server ends a stream after a whole event when its client falls behind by more than `PLANTSTORE_EVENTS_BUFFER_LIMIT` bytes, when its token is revoked or expires (within `PLANTSTORE_EVENTS_AUTH_CHECK_MS` plus 1 s), and on shutdown: reconnect with `Last-Event-ID`. A reconnect with a token no longer valid is answered 401. Each stream holds a connection (`PLANTSTORE_MAX_CONNECTIONS`) and counts one request against the token's rate limit when it opens.",
   "",
-  "The response schema describes the events as an SSE parser hands them over, each `data` parsed as JSON.",
+  "**In a browser.** The browser's `EventSource` cannot subscribe: it cannot send the `Authorization` header, so it is answered 401 and gives up for good (and a token never belongs in a URL). Read the stream with `fetch`, which sends the header, and parse it as SSE: `@plantstore/client`'s `watchPlants` does so, in browsers and Node alike, and reconnects with `Last-Event-ID`.",
+  "",
+  "**The body** is the stream's text, read as it arrives: a client that waits for the whole body waits until the stream ends. Each event, once parsed (its `id`, `event`, and `data` parsed as JSON), is a `PlantEvent` (`x-itemSchema`, as OpenAPI 3.2 names a streamed item's schema).",
 ].join("\n");
+
+/** A stream's text as it starts: the retry hint, where it starts, then two changes. */
+const EXAMPLE_STREAM =
+  RETRY_FRAME +
+  positionFrame(1041n) +
+  changeFrames(
+    (
+      [
+        { kind: "plant.created", data: JSON.stringify(NEW_PLANT_EXAMPLE) },
+        { kind: "plant.deleted", data: JSON.stringify({ id: NEW_PLANT_EXAMPLE.id }) },
+      ] as const
+    ).map((change, i) => ({
+      ...change,
+      position: 1042n + BigInt(i),
+      plantId: BigInt(NEW_PLANT_EXAMPLE.id),
+      tag: null,
+      previousTag: null,
+      at: new Date(0),
+    })),
+  );
 
 /** Everything the stream's failures can be, before it starts: afterwards a failure only ends it. */
 const ERRORS: readonly ErrorCodeName[] = ["INVALID_PARAMETER", ...AUTH_ERRORS, ...REQUEST_ERRORS, ...SERVER_ERRORS];
@@ -60,7 +82,8 @@ export const PLANT_EVENTS_OPERATION = {
         in: "query",
         required: false,
         description:
-          "The same as `Last-Event-ID`, for clients that cannot set headers (the browser's `EventSource` on its first connection).",
+          "Resume from a stored position without the header: the same as `Last-Event-ID` (which wins when both are sent), " +
+          "for a client that keeps the last `id` itself but cannot send `Last-Event-ID`, e.g. through an HTTP library that drops it.",
         schema: { ...POSITION, examples: ["1041"] },
         example: "1041",
       },
@@ -82,16 +105,19 @@ export const PLANT_EVENTS_OPERATION = {
           ...RATE_LIMIT_HEADERS,
         },
         content: {
+          // A string, so generated clients type the body as the text it is. OpenAPI 3.1 has no
+          // streamed-items schema: the events' schema sits beside it as 3.2's `itemSchema` would, and
+          // the string's `contentSchema` (JSON Schema's, an annotation) says what its text decodes to.
           "text/event-stream": {
             schema: {
-              type: "array",
-              description: "The events in stream order, as an SSE parser hands them over.",
-              items: eventSchema,
+              type: "string",
+              description:
+                "Server-sent events (`text/event-stream`), in stream order and without end; each event, parsed, is a `PlantEvent`.",
+              contentMediaType: "text/event-stream",
+              contentSchema: { type: "array", items: eventSchema },
             },
-            example: [
-              { id: "1042", event: "plant.created", data: NEW_PLANT_EXAMPLE },
-              { id: "1043", event: "plant.deleted", data: { id: NEW_PLANT_EXAMPLE.id } },
-            ],
+            "x-itemSchema": eventSchema,
+            example: EXAMPLE_STREAM,
           },
         },
       },

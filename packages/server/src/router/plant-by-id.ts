@@ -23,6 +23,32 @@ const MERGE_PATCH_MEDIA_TYPE = "application/merge-patch+json";
 const plantLocation = (id: bigint): string => `/plants/${id}`;
 
 /**
+ * The merge patch as three generated clients send it, shown in PATCH's description and the client
+ * README (e2e/test/generated-clients.test.ts runs each and checks both say the same): openapi-fetch
+ * sends `application/json` unless told otherwise, which is 415 here.
+ */
+const GENERATED_CLIENT_PATCHES = [
+  "```ts",
+  "// openapi-fetch (types from openapi-typescript): name the media type, or it sends application/json",
+  'const patched = await client.PATCH("/plants/{id}", {',
+  '  params: { path: { id }, header: { "If-Match": etag } },',
+  '  headers: { "Content-Type": "application/merge-patch+json" },',
+  "  body: { tag: null },",
+  "});",
+  "```",
+  "",
+  "```ts",
+  "// @hey-api/openapi-ts (client-fetch and sdk plugins): sends this operation's media type by itself",
+  'const patched = await updatePlant({ client, path: { id }, headers: { "If-Match": etag }, body: { tag: null } });',
+  "```",
+  "",
+  "```ts",
+  "// orval (fetch client): sends this operation's media type by itself",
+  'const patched = await updatePlant(id, { tag: null }, { headers: { "If-Match": etag } });',
+  "```",
+].join("\n");
+
+/**
  * RFC 9110 §13.2.2's order, as every operation on one plant follows it; the document and the
  * README say the same.
  */
@@ -182,7 +208,10 @@ export const plantByIdRouter = {
           '`tag` may change, `"tag": null` removes the tag, a field left out keeps its value. `If-Match` with the plant\'s ' +
           "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
           "is 412 with the current `ETag`; read the plant again and retry. " +
-          EVALUATION_ORDER,
+          EVALUATION_ORDER +
+          "\n\nA body sent as `application/json` is 415 (with `Accept-Patch`): a merge patch has its own media type " +
+          "(RFC 7396), so a plain JSON body is never taken for one. Clients generated from this document send it so:\n\n" +
+          GENERATED_CLIENT_PATCHES,
         successDescription: "The plant as changed",
       },
       scopes: ["plants:write"],
@@ -273,17 +302,24 @@ export const plantByIdRouter = {
         ...SERVER_ERRORS,
       ],
       parameterSchemas: ID_PARAMETER,
+      // Both preconditions are declared, each with its example, and a request sends one of them:
+      // a tool that sends every documented header at once (a Postman collection as imported) is
+      // left to choose, as its user chooses between replacing and creating.
       headerParameters: [
-        // `If-None-Match: *` (create) is described here and in the operation's description rather
-        // than as a parameter of its own: tools that send every documented header with its example
-        // (Postman's import) would send both, which no plant can satisfy.
         ifMatchParameter(
-          "Replace: the plant's current `ETag` (or `*` for whatever is stored), compared strongly. To create the plant " +
-            "instead, send `If-None-Match: *` and no `If-Match`: it is stored only if no plant has this id (201, or 412 " +
-            "when the id is taken). One of the two is required (428).",
+          "Replace: the plant's current `ETag` (or `*` for whatever is stored), compared strongly. Send it or " +
+            "`If-None-Match: *`, not both; without either, 428.",
           PATCHED_ETAG,
           false,
         ),
+        {
+          name: "If-None-Match",
+          required: false,
+          description:
+            "Create: `*`, sent without `If-Match`: the plant is stored only if no plant has this id (201 with `Location`), " +
+            "else 412 with the stored plant's `ETag`.",
+          schema: { type: "string", examples: ["*"] },
+        },
       ],
       requestBodyDescription: ({ bodyLimitBytes }) =>
         `The plant (at most ${bodyLimitBytes} bytes) as JSON, under the rules of \`POST /plants\`; without a \`tag\`, the ` +

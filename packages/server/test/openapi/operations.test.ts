@@ -197,6 +197,38 @@ describe("the served document describes one plant's operations (issue 26)", () =
     expect(codes(put, "428")).toEqual([42800]);
   });
 
+  it("PUT: declares If-None-Match beside If-Match, both optional, so a generated client can create by PUT", async () => {
+    const put = at("put");
+    expect(headerNames(put)).toEqual(["If-Match", "If-None-Match"]);
+    const ifNoneMatch = put?.parameters?.find((p) => p.name === "If-None-Match") as
+      { example?: unknown; description?: string } | undefined;
+    expect(ifNoneMatch?.example).toBe("*");
+    expect(ifNoneMatch?.description).toMatch(/without `If-Match`/);
+    // What the parameter says, sent as it says: on a free id it creates (201), on a taken one 412.
+    const path = "/plants/4711";
+    const create = () =>
+      server.send({
+        method: "PUT",
+        path,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          "content-type": "application/json",
+          "if-none-match": String(ifNoneMatch?.example),
+        },
+        body: JSON.stringify({ name: "Hoya" }),
+      });
+    expect((await create()).status).toBe(201);
+    expect((await create()).status).toBe(412);
+  });
+
+  it("PATCH: its description shows the call that sends the merge-patch media type, for each generated client", () => {
+    const description = at("patch")?.description ?? "";
+    expect(description).toContain("openapi-fetch");
+    expect(description).toContain('headers: { "Content-Type": "application/merge-patch+json" }');
+    expect(description).toContain("@hey-api/openapi-ts");
+    expect(description).toContain("orval");
+  });
+
   it("DELETE: 412 with the current ETag", () => {
     expect(codes(at("delete"), "412")).toEqual([41200]);
     expect(headersOf(at("delete"), "412")).toEqual(["ETag"]);
@@ -249,6 +281,111 @@ describe("the served document describes one plant's operations (issue 26)", () =
         })
       ).status,
     ).toBe(204);
+  });
+});
+
+describe("the served document describes HEAD beside every GET", () => {
+  const withGet = () => Object.entries(doc().paths).filter(([, item]) => item["get"] !== undefined);
+
+  it("with the GET's parameters, security and statuses, each answer with its headers and without a body", () => {
+    expect(withGet().map(([path]) => path)).toEqual(["/plants", "/plants/events", "/plants/{id}", "/whoami"]);
+    for (const [path, item] of withGet()) {
+      const get = item["get"]!;
+      const head: (Operation & { security?: unknown; tags?: unknown }) | undefined = item["head"];
+      expect(head, path).toBeDefined();
+      expect(head?.operationId).toBe(`${get.operationId}Head`);
+      expect(head?.parameters).toEqual(get.parameters);
+      expect(head?.security).toEqual((get as { security?: unknown }).security);
+      expect(head?.tags).toEqual((get as { tags?: unknown }).tags);
+      expect(Object.keys(head?.responses ?? {})).toEqual(Object.keys(get.responses));
+      for (const [status, response] of Object.entries(head?.responses ?? {})) {
+        const fromGet = get.responses[status]!;
+        // The request-level answers (408, 414, 431) are written before the method is read, so they keep their body.
+        if ("$ref" in fromGet) {
+          expect(response, `${path} ${status}`).toEqual(fromGet);
+          continue;
+        }
+        expect(response.content, `${path} ${status}`).toBeUndefined();
+        expect(response.headers, `${path} ${status}`).toEqual(fromGet.headers);
+      }
+    }
+  });
+
+  it("each answered as the document says: a documented status and headers, no body", async () => {
+    for (const id of [31, 32])
+      expect((await server.createRaw(`{"id":${id},"name":"Hoya","tag":"head"}`)).status).toBe(200);
+    const head = (path: string) => server.send({ method: "HEAD", path, headers: { authorization: `Bearer ${TOKEN}` } });
+    const answers = {
+      list: await head("/plants?tag=head&limit=1"),
+      events: await head("/plants/events"),
+      plant: await head("/plants/31"),
+      whoami: await head("/whoami"),
+    };
+    for (const answer of Object.values(answers)) {
+      expect(answer.status).toBe(200);
+      expect(answer.text).toBe("");
+    }
+    expect(answers.list.headers["link"]).toMatch(/rel="next"/);
+    expect(answers.plant.headers["etag"]).toMatch(/^"/);
+    expect(answers.events.headers["cache-control"]).toBe("no-store");
+    const documented = (path: string, header: string) =>
+      Object.keys(doc().paths[path]?.["head"]?.responses["200"]?.headers ?? {}).includes(header);
+    expect(documented("/plants", "Link")).toBe(true);
+    expect(documented("/plants/{id}", "ETag")).toBe(true);
+    expect(documented("/plants/events", "Cache-Control")).toBe(true);
+  });
+});
+
+describe("the served document describes GET /plants/events as a text stream", () => {
+  const events = () => doc().paths["/plants/events"]?.["get"];
+  type StreamMedia = { schema: Json; "x-itemSchema"?: unknown; example?: unknown };
+  const media = (): StreamMedia | undefined => events()?.responses["200"]?.content?.["text/event-stream"];
+
+  it("a string body, whose events' schema is named beside it and kept in the components", () => {
+    // The standard JSON Schema annotation of what the text decodes to also keeps the components in use for linters.
+    expect(media()?.schema).toMatchObject({
+      type: "string",
+      contentMediaType: "text/event-stream",
+      contentSchema: { type: "array", items: { $ref: "#/components/schemas/PlantEvent" } },
+    });
+    expect(media()?.["x-itemSchema"]).toEqual({ $ref: "#/components/schemas/PlantEvent" });
+    expect(doc().components.schemas["PlantEvent"]).toBeDefined();
+    expect(media()?.schema["description"]).toContain("PlantEvent");
+  });
+
+  it("with an example that is stream text, whose events each fit that schema", () => {
+    const example = media()?.example;
+    expect(typeof example).toBe("string");
+    const ajv = new Ajv2020({ strict: false });
+    ajv.addFormat("int64", { type: "number", validate: () => true });
+    ajv.addSchema({ $id: "doc", components: doc().components });
+    const validate = ajv.compile({ $ref: "doc#/components/schemas/PlantEvent" });
+    // The SSE fields of each block (a blank line ends an event); blocks without `event:` set only the id.
+    const parsed = String(example)
+      .split("\n\n")
+      .map((block): Record<string, string> =>
+        Object.fromEntries(
+          block
+            .split("\n")
+            .map((line): [string, string] => [line.split(": ")[0] ?? "", line.slice(line.indexOf(": ") + 2)]),
+        ),
+      )
+      .filter((fields) => fields["event"] !== undefined)
+      .map((fields) => ({
+        id: fields["id"],
+        event: fields["event"],
+        data: JSON.parse(fields["data"] ?? "") as unknown,
+      }));
+    expect(parsed.map((event) => event.event)).toEqual(["plant.created", "plant.deleted"]);
+    for (const event of parsed) expect(validate(event), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it("says a browser subscribes with fetch (the client's watchPlants), not EventSource, and what `after` is for", () => {
+    expect(events()?.description).toMatch(/`EventSource` cannot/);
+    expect(events()?.description).toContain("watchPlants");
+    const after = events()?.parameters?.find((p) => p.name === "after") as { description?: string } | undefined;
+    expect(after?.description).not.toContain("EventSource");
+    expect(after?.description).toMatch(/stored position/);
   });
 });
 

@@ -35,12 +35,16 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(security).toEqual({
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
+      "head /plants": [{ bearerAuth: ["plants:read"] }],
       "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
+      "head /plants/{id}": [{ bearerAuth: ["plants:read"] }],
       "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /plants/events": [{ bearerAuth: ["plants:read"] }],
+      "head /plants/events": [{ bearerAuth: ["plants:read"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /whoami": [{ bearerAuth: [] }],
+      "head /whoami": [{ bearerAuth: [] }],
     });
     const scheme = (server.served.components as unknown as { securitySchemes: { bearerAuth: Record<string, string> } })
       .securitySchemes.bearerAuth;
@@ -48,7 +52,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
     expect(scheme["description"]).toMatch(/plants:read.*plants:write/s);
   });
 
-  it("declares 401 and 429 on every protected operation, and 403 on those that need a scope, with the Error body, codes and headers", () => {
+  it("declares 401 and 429 on every protected operation, and 403 on those that need a scope, with the Error body (none for HEAD), codes and headers", () => {
     const isProtected = operations().filter((o) => bearerScopes(o.operation) !== undefined);
     const needsScope = (op: Operation) => bearerScopes(op)!.length > 0;
     expect(isProtected.length).toBeGreaterThan(0);
@@ -59,9 +63,12 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
       const statuses = needsScope(op) ? ["401", "403", "429"] : ["401", "429"];
       if (!needsScope(op)) expect(responses["403"], where).toBeUndefined();
       for (const status of statuses) {
-        expect(responses[status]?.content?.["application/json"]?.schema, `${where} ${status}`).toEqual({
-          $ref: "#/components/schemas/Error",
-        });
+        // An answer to HEAD has no body (RFC 9110 §9.3.2), so the document gives it none.
+        if (method === "head") expect(responses[status], `${where} ${status}`).not.toHaveProperty("content");
+        else
+          expect(responses[status]?.content?.["application/json"]?.schema, `${where} ${status}`).toEqual({
+            $ref: "#/components/schemas/Error",
+          });
       }
       expect(
         responses["401"]?.["x-error-codes"]?.map((c) => c.error),

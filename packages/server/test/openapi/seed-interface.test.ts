@@ -185,7 +185,8 @@ describe("the response contract checker", () => {
 
   it("checks a 408 or 431 against the shared response the operation refers to", () => {
     const contract = new ResponseContract("served", server.served, { errorFallback: false });
-    const operations = documentedOperations(server.served);
+    // An answer to HEAD has no body to check (the next test).
+    const operations = documentedOperations(server.served).filter(({ method }) => method !== "head");
     expect(operations.length).toBeGreaterThan(0);
     for (const { method: lower, path: template } of operations) {
       const [method, path] = [lower.toUpperCase(), concretePath(template)];
@@ -205,6 +206,13 @@ describe("the response contract checker", () => {
       );
       expect(() => contract.check(method, path, 431, "application/json", '{"message":"m"}')).toThrow(/fails/);
     }
+  });
+
+  it("checks the status of an answer to HEAD against its HEAD operation, and no body", () => {
+    const contract = new ResponseContract("served", server.served, { errorFallback: false });
+    contract.check("HEAD", "/plants/7", 304, null, "");
+    contract.check("HEAD", "/plants/7", 404, null, "");
+    expect(() => contract.check("HEAD", "/plants/7", 201, null, "")).toThrow(/HEAD \/plants\/7 answered 201/);
   });
 
   it("refuses a status the served document does not declare", () => {

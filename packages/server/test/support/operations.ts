@@ -2,6 +2,7 @@ import { forEachOpenApiProcedure, normalizePath } from "trpc-to-openapi";
 
 import { PLANT_EVENTS_OPERATION } from "../../src/http/plant-events-doc.ts";
 import { appRouter } from "../../src/router/root.ts";
+import { headOperation } from "../../src/service-docs.ts";
 import type { Meta } from "../../src/trpc.ts";
 
 const METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
@@ -22,8 +23,9 @@ export function documentedOperations<Operation>(doc: { paths: unknown }): Listed
 
 /**
  * Every operation the service serves, as `<method> <path>` and its operationId: each procedure of
- * the router that the REST adapter serves, and the event stream, which no procedure can be and
- * the document adds itself (src/http/plant-events-doc.ts).
+ * the router that the REST adapter serves, the event stream, which no procedure can be and the
+ * document adds itself (src/http/plant-events-doc.ts), and a HEAD wherever there is a GET, as the
+ * app answers one there.
  */
 export function routerOperations(): Array<{ method: string; path: string; operationId: string | undefined }> {
   const found: Array<{ method: string; path: string; operationId: string | undefined }> = [
@@ -36,7 +38,14 @@ export function routerOperations(): Array<{ method: string; path: string; operat
       operationId: meta.openapi.operationId,
     });
   });
-  return found;
+  const heads = found
+    .filter(({ method }) => method === "get")
+    .map(({ path, operationId }) => ({
+      method: "head",
+      path,
+      operationId: headOperation({ path, operationId: operationId ?? "", summary: "" }).operationId,
+    }));
+  return [...found, ...heads];
 }
 
 /** A concrete request target for a templated path: each `{parameter}` filled with `value`. */

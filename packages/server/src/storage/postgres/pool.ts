@@ -26,7 +26,11 @@ export type PostgresSettings = {
   queryTimeoutMs: number;
   /** Shown in `pg_stat_activity`; a `?application_name=` in the URL wins. */
   applicationName?: string;
-  /** Errors of idle connections (the server went away between queries). They are dropped and replaced; this is for logging. */
+  /**
+   * Errors of idle connections (the server went away between queries), classified as any other
+   * failure (a StoreUnavailableError whose cause is the driver's error). They are dropped and
+   * replaced; this is for logging.
+   */
   onIdleError?: (error: Error) => void;
 };
 
@@ -85,7 +89,10 @@ export function createPostgresPool(settings: PostgresSettings): Pool {
   });
   // Without a listener, an idle connection that the server drops (restart, pg_terminate_backend)
   // would crash the process; the pool already discards it and opens a new one on demand.
-  pool.on("error", (error) => settings.onIdleError?.(error));
+  pool.on("error", (error) => {
+    const failure = asStoreError(error);
+    settings.onIdleError?.(failure instanceof Error ? failure : error);
+  });
   return pool;
 }
 

@@ -21,7 +21,8 @@ const POSTGRES_PASS = [
   // from a failed transaction, retention, restarts): PostgreSQL takes its positions its own way.
   "test/storage/change-log.test.ts",
   // PostgreSQL alone: its store's own behaviour, several processes on one database, outages and
-  // frozen connections, the circuit breaker, lock waits, a signal during start-up.
+  // frozen connections, a restart of the database, the circuit breaker, lock waits, a signal
+  // during start-up.
   "test/storage/postgres/**/*.test.ts",
   // SIGKILL under load: PostgreSQL's commit and our outbox must lose no answered plant or event.
   "test/process/crash-safety.test.ts",

@@ -1,5 +1,6 @@
 import { type LevelWithSilent, type Logger, pino } from "pino";
 
+import { serializeError } from "./log-errors.ts";
 import { stdoutBlocks } from "./stdout-blocks.ts";
 
 /** pino's numeric level of `warn`: warnings and errors are written at once, not held for a full block. */
@@ -22,6 +23,7 @@ export function createLogger(level: LevelWithSilent, destination?: NodeJS.Writab
     level,
     base: { service: "plantstore" },
     redact: { paths: ["req.headers.authorization", "authorization", "token", "*.token"], censor: "[redacted]" },
+    serializers: { err: serializeError },
   };
   if (destination !== undefined) return pino(options, destination);
   const stdout = stdoutBlocks(options.base);

@@ -136,7 +136,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     postgres: {
       ...config.postgres,
       // The pool replaces the connection by itself; the line tells an operator why requests failed.
-      onIdleError: (error) => logger.warn({ err: error }, "database connection lost"),
+      onIdleError: (error) => logger.warn({ component: "storage", err: error }, "database connection lost"),
     },
     postgresBreaker: {
       ...config.postgresBreaker,

@@ -26,7 +26,11 @@ export type PostgresSettings = {
   queryTimeoutMs: number;
   /** Shown in `pg_stat_activity`; a `?application_name=` in the URL wins. */
   applicationName?: string;
-  /** Errors of idle connections (the server went away between queries). They are dropped and replaced; this is for logging. */
+  /**
+   * Errors of idle connections (the server went away between queries), classified as any other
+   * failure (a StoreUnavailableError whose cause is the driver's error). They are dropped and
+   * replaced; this is for logging.
+   */
   onIdleError?: (error: Error) => void;
 };
 
@@ -77,6 +81,9 @@ export function listenerClientConfig(settings: PostgresSettings): ClientConfig {
     : { ...config, application_name: `${settings.applicationName ?? "plantstore"}-listen` };
 }
 
+/** The error a pooled connection broke with: one that broke while checked out is destroyed on release, never reused. */
+const brokenConnections = new WeakMap<PoolClient, Error>();
+
 export function createPostgresPool(settings: PostgresSettings): Pool {
   const pool = new Pool({
     ...clientConfig(settings),
@@ -85,7 +92,15 @@ export function createPostgresPool(settings: PostgresSettings): Pool {
   });
   // Without a listener, an idle connection that the server drops (restart, pg_terminate_backend)
   // would crash the process; the pool already discards it and opens a new one on demand.
-  pool.on("error", (error) => settings.onIdleError?.(error));
+  pool.on("error", (error) => {
+    const failure = asStoreError(error);
+    settings.onIdleError?.(failure instanceof Error ? failure : error);
+  });
+  // pg-pool takes its own 'error' listener off a connection while it is checked out, and a Client
+  // whose session ends between statements emits 'error': with no listener, an uncaught exception
+  // that ends the process. This one stays for the connection's life; the statement under way (or
+  // the next) fails on its own, as unavailable.
+  pool.on("connect", (client) => client.on("error", (error) => brokenConnections.set(client, error)));
   return pool;
 }
 
@@ -257,6 +272,8 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     await client.query("ROLLBACK").catch(() => undefined);
     throw asStoreError(error);
   } finally {
-    client.release(failure !== undefined && isUnavailable(failure) ? failure : undefined);
+    client.release(
+      brokenConnections.get(client) ?? (failure !== undefined && isUnavailable(failure) ? failure : undefined),
+    );
   }
 }

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { migrations } from "../../../src/storage/migrations.ts";
 import { migratePostgres } from "../../../src/storage/postgres/migrations.ts";
+import { createPostgresPool, inTransaction, query } from "../../../src/storage/postgres/pool.ts";
 import { PostgresStore, type PostgresStoreOptions } from "../../../src/storage/postgres/postgres-store.ts";
 import { StoreUnavailableError } from "../../../src/storage/store-errors.ts";
 import { createTestDatabase, postgresClient, type TestDatabase } from "../../support/test-database.ts";
@@ -86,4 +87,29 @@ describe("PostgresStore when the database cannot be reached", () => {
     await expect(store.list({ limit: 1 })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
+});
+
+describe("a pooled connection whose session ends while a transaction holds it", () => {
+  it("fails the transaction as unavailable and is replaced, never an uncaught 'error' that ends the process", async () => {
+    const pool = createPostgresPool(settings({ poolSize: 1 }));
+    const admin = postgresClient(database.url);
+    await admin.connect();
+    try {
+      const failed = inTransaction(pool, async (client) => {
+        const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        // Not events.once: it would listen for 'error' itself while it waits.
+        const ended = new Promise((resolve) => client.once("end", resolve));
+        await admin.query("SELECT pg_terminate_backend($1)", [rows[0]!.pid]);
+        // Between statements, with nothing of ours under way: the driver can only emit the loss as 'error'.
+        await ended;
+        await client.query("SELECT 1");
+      });
+      await expect(failed).rejects.toBeInstanceOf(StoreUnavailableError);
+      // The pool's only connection was discarded, not handed out again.
+      expect(await query(pool, "SELECT 1 AS one")).toEqual([{ one: 1 }]);
+    } finally {
+      await admin.end();
+      await pool.end();
+    }
+  }, 10_000);
 });

@@ -196,7 +196,7 @@ describe("the log while every write fails", () => {
     const failed = server.lines
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => typeof l["msg"] === "string" && l["msg"].startsWith("request failed"));
-    // One line with the stack, one (at shutdown, within the 10 s interval) with how many more there were.
+    // One full line, one (at shutdown, within the 10 s interval) with how many more there were.
     expect(failed.length, JSON.stringify(failed.map((l) => l["msg"]))).toBeLessThanOrEqual(3);
     expect(failed[0]).toMatchObject({ msg: "request failed", code: "STORAGE_FULL" });
     const repeats = failed.slice(1).reduce((sum, l) => sum + Number(l["repeats"] ?? 0), 0);

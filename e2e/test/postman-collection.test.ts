@@ -12,13 +12,14 @@ import { cleanEnv, ROOT, runOk } from "./workspace.ts";
 /**
  * The served `/openapi.json` as Postman users meet it: converted to a collection by
  * openapi-to-postmanv2 (what Postman's own import runs), with request values taken from the
- * document's examples (the import's "Parameter generation: Example"), then run as-is with newman
- * against a real server. Only the two variables every generated collection asks for are set: the
- * base URL and the bearer token (one issued by `tokens create`). Every request must get the 2xx its
- * operation documents, in the collection's own order: create, list, read, patch, replace, delete,
- * whoami (the change feed's event stream is left out: see withoutEventStreams). The writes by id carry the document's `If-Match` examples: an ETag is a digest of the
- * plant's content, so the examples can name the ETag the example plant has at each step, and the
- * preconditions are really checked on the way (a stale one would be a 412).
+ * document's examples (the import's "Parameter generation: Example"), then run with newman against
+ * a real server. The two variables every generated collection asks for are set: the base URL and
+ * the bearer token (one issued by `tokens create`). Every request must get the 2xx its operation
+ * documents, in the collection's own order: create, list, read, patch, replace, delete, whoami (the
+ * change feed's event stream is left out: see withoutEventStreams). The one value a user must fill
+ * in is `If-Match`: the document's examples are made up, as a real ETag is keyed by the store's own
+ * secret, so each write by id sends the `ETag` the answer before it carried (withETagsChained), and
+ * the preconditions are really checked on the way (a stale one would be a 412).
  */
 
 type CollectionDefinition = {
@@ -27,7 +28,10 @@ type CollectionDefinition = {
   auth?: unknown;
 };
 type OpenApiOperation = { responses: Record<string, { content?: Record<string, unknown> }> };
-type CollectionItem = { item?: CollectionItem[]; request?: { method: string; url: { path?: string[] } } };
+type CollectionItem = {
+  item?: CollectionItem[];
+  request?: { method: string; url: { path?: string[] }; header?: Array<{ key: string; value: string }> };
+};
 type OpenApiDocument = { paths: Record<string, Record<string, OpenApiOperation>> };
 
 function convert(document: string): Promise<CollectionDefinition> {
@@ -77,8 +81,46 @@ function withoutEventStreams(items: CollectionItem[], document: OpenApiDocument,
   });
 }
 
+/**
+ * Puts `{{etag}}` where the collection sends an `If-Match` example, a collection-level test script
+ * that keeps each answer's `ETag` in that variable, and a pre-request script that leaves the header
+ * out while no answer has carried one (the read, after a create and a list): what a user fills in,
+ * by hand or by script, once the import put the examples there. Returns the examples it replaced,
+ * in order.
+ */
+function withETagsChained(collection: CollectionDefinition, items: CollectionItem[]): string[] {
+  const replaced: string[] = [];
+  const visit = (item: CollectionItem) => {
+    item.item?.forEach(visit);
+    for (const header of item.request?.header ?? []) {
+      if (header.key !== "If-Match") continue;
+      replaced.push(header.value);
+      header.value = "{{etag}}";
+    }
+  };
+  items.forEach(visit);
+  (collection as CollectionDefinition & { event?: unknown[] }).event = [
+    {
+      listen: "prerequest",
+      script: {
+        type: "text/javascript",
+        exec: ['if (!pm.collectionVariables.get("etag")) pm.request.headers.remove("If-Match");'],
+      },
+    },
+    {
+      listen: "test",
+      script: {
+        type: "text/javascript",
+        exec: ['const etag = pm.response.headers.get("ETag");', 'if (etag) pm.collectionVariables.set("etag", etag);'],
+      },
+    },
+  ];
+  collection.variable?.push({ key: "etag", value: "" });
+  return replaced;
+}
+
 describe("a Postman collection generated from the served /openapi.json, run with newman", () => {
-  it("gets every operation's documented 2xx with the document's examples alone", { timeout: 60_000 }, async () => {
+  it("gets every operation's documented 2xx with the examples and ETags answered", { timeout: 60_000 }, async () => {
     await using server = await startRealServer(plantStoreServer);
     const served = await fetch(`${server.url}/openapi.json`);
     expect(served.status).toBe(200);
@@ -114,6 +156,17 @@ describe("a Postman collection generated from the served /openapi.json, run with
     const streams: string[] = [];
     collection.item = withoutEventStreams(collection.item as CollectionItem[], document, streams);
     expect(streams).toEqual(["GET /plants/events"]);
+
+    // The document's examples are what the import put in If-Match: the created plant's tag for
+    // GET, PATCH and DELETE, the patched one's for PUT.
+    const examples = withETagsChained(collection, collection.item as CollectionItem[]);
+    const example = (method: string) =>
+      (
+        document.paths["/plants/{id}"]?.[method] as unknown as {
+          parameters: Array<{ name: string; example?: unknown }>;
+        }
+      ).parameters.find((parameter) => parameter.name === "If-Match")?.example;
+    expect(examples).toEqual([example("get"), example("patch"), example("put"), example("delete")]);
 
     const summary = await runCollection(collection);
     expect(summary.run.failures).toEqual([]);

@@ -244,7 +244,8 @@ export const plantsRouter = {
       const outcome = await ctx.store.delete(input.id, ifMatch);
       if (typeof outcome === "object") {
         // A plant that is gone is 404 whatever the condition said (RFC 9110 §13.2.2).
-        if (outcome.current !== undefined) preconditionFailed(input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
+        if (outcome.current !== undefined)
+          await preconditionFailed(ctx, input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
         throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
       }
       if (outcome === "not_found") {

@@ -192,11 +192,12 @@ export const plantByIdRouter = {
           "Changes the plant with a JSON merge patch (RFC 7396, `Content-Type: application/merge-patch+json`): `name` and " +
           '`tag` may change, `"tag": null` removes the tag, a field left out keeps its value. `If-Match` with the plant\'s ' +
           "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
-          "is 412 with the current `ETag`; read the plant again and retry. " +
+          "is 412 with the current `ETag`; read the plant again and retry. Needs `plants:read` as well as " +
+          "`plants:write`: the answer is the whole plant, fields the patch did not send included. " +
           EVALUATION_ORDER,
         successDescription: "The plant as changed",
       },
-      scopes: ["plants:write"],
+      scopes: ["plants:read", "plants:write"],
       errors: [
         ...PLANT_ERRORS,
         ...BODY_ERRORS,
@@ -269,7 +270,9 @@ export const plantByIdRouter = {
           "Stores the body as the plant with this id. With `If-Match` (the plant's current `ETag`, or `*`), replaces the " +
           "stored plant (200; 412 when the tag is stale or no plant has this id). With `If-None-Match: *`, creates the " +
           "plant only if the id is free (201 with `Location` and `ETag`; 412 with the stored plant's `ETag` when it is " +
-          "taken). Without either, 428: a replacement must say which plant it replaces. " +
+          "taken). Without either, 428: a replacement must say which plant it replaces. With `plants:write` alone, a " +
+          "token learns no content it did not send: the answer is the plant as sent, and a 412 carries only the opaque " +
+          "`ETag`, which tells that the id is taken (as `POST /plants` would) and which revision is stored. " +
           EVALUATION_ORDER,
         successDescription: "The plant as replaced",
       },

@@ -306,7 +306,7 @@ describe("scopes each procedure needs, read from the router itself", () => {
       "plants.list": ["plants:read"],
       "plants.delete": ["plants:write"],
       "plants.get": ["plants:read"],
-      "plants.update": ["plants:write"],
+      "plants.update": ["plants:read", "plants:write"],
       "plants.replace": ["plants:write"],
       "whoami.get": [],
     });

@@ -208,6 +208,8 @@ export const plantsRouter = {
         description:
           "Deletes the plant with this id; the id is free for a new plant afterwards. With `If-Match`, only if the plant " +
           "is still as read (its current `ETag`, or `*`): a stale tag is 412 with the current `ETag`, and the plant stays. " +
+          "A 404 or a 412 tells whether a plant has this id, which any writer learns by design (creating tells it too); " +
+          "the `ETag` is opaque and tells nothing of the plant's content. " +
           EVALUATION_ORDER,
         successDescription: "Deleted",
       },

@@ -36,7 +36,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
       "post /plants": [{ bearerAuth: ["plants:write"] }],
       "get /plants": [{ bearerAuth: ["plants:read"] }],
       "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
-      "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "patch /plants/{id}": [{ bearerAuth: ["plants:read", "plants:write"] }],
       "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "delete /plants/{id}": [{ bearerAuth: ["plants:write"] }],

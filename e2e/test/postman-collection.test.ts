@@ -12,16 +12,16 @@ import { cleanEnv, ROOT, runOk } from "./workspace.ts";
 /**
  * The served `/openapi.json` as Postman users meet it: converted to a collection by
  * openapi-to-postmanv2 (what Postman's own import runs), with request values taken from the
- * document's examples (the import's "Parameter generation: Example"), then run as-is with newman
- * against a real server. Only the two variables every generated collection asks for are set: the
- * base URL and the bearer token (one issued by `tokens create`). Every request must get the 2xx its
- * operation documents, in the collection's own order: create, list, read, patch, replace, delete,
- * whoami, each GET followed by its HEAD (the change feed's event stream is left out: see
- * withoutEventStreams; its HEAD, which opens no stream, is run). The writes by id carry the
- * document's `If-Match` examples: an ETag is a digest of the plant's content, so the examples can
- * name the ETag the example plant has at each step, and the preconditions are really checked on the
- * way (a stale one would be a 412). `PUT` declares both its preconditions, and the run picks one
- * (see replacingNotCreating), as a user of the imported collection does.
+ * document's examples (the import's "Parameter generation: Example"), then run with newman against
+ * a real server. The two variables every generated collection asks for are set: the base URL and
+ * the bearer token (one issued by `tokens create`). Every request must get the 2xx its operation
+ * documents, in the collection's own order: create, list, read, patch, replace, delete, whoami, each
+ * GET followed by its HEAD (the change feed's event stream is left out: see withoutEventStreams; its
+ * HEAD, which opens no stream, is run). The one value a user must fill in is `If-Match`: the
+ * document's examples are made up, as a real ETag is keyed by the store's own secret, so each write
+ * by id sends the `ETag` the answer before it carried (withETagsChained), and the preconditions are
+ * really checked on the way (a stale one would be a 412). `PUT` declares both its preconditions, and
+ * the run picks one (see replacingNotCreating), as a user of the imported collection does.
  */
 
 type CollectionDefinition = {
@@ -102,8 +102,46 @@ function replacingNotCreating(items: CollectionItem[], unticked: string[]): void
   }
 }
 
+/**
+ * Puts `{{etag}}` where the collection sends an `If-Match` example, a collection-level test script
+ * that keeps each answer's `ETag` in that variable, and a pre-request script that leaves the header
+ * out while no answer has carried one (the read, after a create and a list): what a user fills in,
+ * by hand or by script, once the import put the examples there. Returns the examples it replaced,
+ * in order.
+ */
+function withETagsChained(collection: CollectionDefinition, items: CollectionItem[]): string[] {
+  const replaced: string[] = [];
+  const visit = (item: CollectionItem) => {
+    item.item?.forEach(visit);
+    for (const header of item.request?.header ?? []) {
+      if (header.key !== "If-Match") continue;
+      replaced.push(header.value);
+      header.value = "{{etag}}";
+    }
+  };
+  items.forEach(visit);
+  (collection as CollectionDefinition & { event?: unknown[] }).event = [
+    {
+      listen: "prerequest",
+      script: {
+        type: "text/javascript",
+        exec: ['if (!pm.collectionVariables.get("etag")) pm.request.headers.remove("If-Match");'],
+      },
+    },
+    {
+      listen: "test",
+      script: {
+        type: "text/javascript",
+        exec: ['const etag = pm.response.headers.get("ETag");', 'if (etag) pm.collectionVariables.set("etag", etag);'],
+      },
+    },
+  ];
+  collection.variable?.push({ key: "etag", value: "" });
+  return replaced;
+}
+
 describe("a Postman collection generated from the served /openapi.json, run with newman", () => {
-  it("gets every operation's documented 2xx with the document's examples alone", { timeout: 60_000 }, async () => {
+  it("gets every operation's documented 2xx with the examples and ETags answered", { timeout: 60_000 }, async () => {
     await using server = await startRealServer(plantStoreServer);
     const served = await fetch(`${server.url}/openapi.json`);
     expect(served.status).toBe(200);
@@ -142,6 +180,17 @@ describe("a Postman collection generated from the served /openapi.json, run with
     const unticked: string[] = [];
     replacingNotCreating(collection.item as CollectionItem[], unticked);
     expect(unticked).toEqual(["PUT If-None-Match: *"]);
+
+    // The document's examples are what the import put in If-Match: the created plant's tag for
+    // GET, PATCH and DELETE, the patched one's for PUT.
+    const examples = withETagsChained(collection, collection.item as CollectionItem[]);
+    const example = (method: string) =>
+      (
+        document.paths["/plants/{id}"]?.[method] as unknown as {
+          parameters: Array<{ name: string; example?: unknown }>;
+        }
+      ).parameters.find((parameter) => parameter.name === "If-Match")?.example;
+    expect(examples).toEqual([example("get"), example("patch"), example("put"), example("delete")]);
 
     const summary = await runCollection(collection);
     expect(summary.run.failures).toEqual([]);

@@ -12,11 +12,13 @@ import {
   anyIdOrTime,
   bash,
   codeBlocks,
+  commandsAndOutput,
   EXAMPLE_URL,
   installBin,
   printedLines,
   readme,
   section,
+  ShownETags,
   useStore,
 } from "./readme-support.ts";
 import { cleanEnv, ROOT, run, runOk } from "./workspace.ts";
@@ -74,15 +76,19 @@ describe("packages/server/README.md", () => {
   it("curl: one plant read, refused without If-Match, patched, replaced and deleted under its ETags, as shown", async () => {
     const [block] = codeBlocks(section(markdown, "One plant: reading, changing, replacing"), "sh");
     expect(block).toContain("If-Match");
-    const output = await bash(block!, { dir: store.dir, url: store.server.url, env: { PLANTSTORE_TOKEN: TOKEN } });
-    const lines = output.split(/\r?\n/);
-    const printed = printedLines(block!);
-    for (const expected of printed) expect(lines).toContain(expected);
-    // In the order shown: each status and body where the README puts it.
-    let position = -1;
-    for (const expected of printed) {
-      position = lines.indexOf(expected, position + 1);
-      expect(position, `${expected} after what the README shows before it`).toBeGreaterThanOrEqual(0);
+    // Line by line, as a reader who copies each ETag from the answer where the README shows it.
+    const tags = new ShownETags();
+    const steps = commandsAndOutput(block!);
+    expect(steps.filter(({ command }) => command.endsWith("\\"))).toEqual([]);
+    for (const { command, shown } of steps) {
+      const env = { PLANTSTORE_TOKEN: TOKEN };
+      const lines = (await bash(tags.inRun(command), { dir: store.dir, url: store.server.url, env })).split(/\r?\n/);
+      // In the order shown: each status, header and body where the README puts it.
+      let position = -1;
+      for (const expected of shown) {
+        position = lines.findIndex((line, index) => index > position && tags.match(expected, line) === line);
+        expect(position, `${command}\nprinted:\n${lines.join("\n")}\nnot: ${expected}`).toBeGreaterThanOrEqual(0);
+      }
     }
     // The last DELETE took plant 41 away; 42, created by the PUT, is there.
     const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
@@ -149,6 +155,8 @@ const shownByConsoleLog = (snippet: string) =>
 describe("packages/client/README.md", () => {
   const store = useStore();
   const markdown = readme("packages/client/README.md");
+  // The ETags the snippets print are the store's own: the README's stand for them (see ShownETags).
+  const tags = new ShownETags();
   const project = join(store.dir, "client-examples");
 
   const [first] = codeBlocks(markdown, "ts");
@@ -254,7 +262,8 @@ describe("packages/client/README.md", () => {
         .replaceAll("'", '"')
         .split("\n")
         .filter((line) => line !== "");
-      expect(lines, file).toEqual(shownByConsoleLog(snippet));
+      const shown = shownByConsoleLog(snippet);
+      expect(lines, file).toEqual(shown.map((line, index) => tags.match(line, lines[index] ?? "")));
     }
     // The snippets' effects, read back: the patch removed the tag, the replacement added one, the deletion deleted.
     await expect(client.getPlant(13n)).resolves.toMatchObject({ plant: { id: 13n, name: "Sweet basil" } });
@@ -325,12 +334,15 @@ describe("apps/cli/README.md", () => {
       const [block] = codeBlocks(markdown, "sh");
       const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
       expect(commands.length).toBeGreaterThanOrEqual(5);
+      // The ETags printed are the store's own: the README's stand for them, as a reader copies them.
+      const tags = new ShownETags();
       for (const line of commands) {
         const [command, comment] = line.split(/\s+# /) as [string, string | undefined];
-        const stdout = await bash(command, { dir: store.dir, url: store.server.url, env });
+        const stdout = await bash(tags.inRun(command), { dir: store.dir, url: store.server.url, env });
         if (comment === undefined) continue;
         // A comment shows every line printed, separated by " / ".
-        expect(anyIdOrTime(stdout.trimEnd()), line).toBe(anyIdOrTime(comment.split(" / ").join("\n")));
+        const shown = tags.match(comment.split(" / ").join("\n"), stdout.trimEnd());
+        expect(anyIdOrTime(stdout.trimEnd()), line).toBe(anyIdOrTime(shown));
       }
 
       const [whoami] = codeBlocks(section(markdown, "`plantstore whoami`"), "");
@@ -343,8 +355,8 @@ describe("apps/cli/README.md", () => {
       const [stale] = codeBlocks(updateSection, "sh");
       const [refusal] = codeBlocks(updateSection, "text");
       expect(stale).toContain("--if-match");
-      const refused = await run("bash", ["-c", stale!], { cwd: store.dir, env: cleanEnv(env) });
-      expect(refused).toMatchObject({ code: 1, stdout: "", stderr: refusal });
+      const refused = await run("bash", ["-c", tags.inRun(stale!)], { cwd: store.dir, env: cleanEnv(env) });
+      expect(refused).toMatchObject({ code: 1, stdout: "", stderr: tags.inRun(refusal!) });
     },
   );
 });

@@ -48,9 +48,69 @@ export const printedLines = (block: string) =>
     .filter((line) => line.startsWith("# "))
     .map((line) => line.slice(2));
 
+/** The command lines of a shell example, each with what the `# …` lines right after it say it prints. */
+export function commandsAndOutput(block: string): Array<{ command: string; shown: string[] }> {
+  const steps: Array<{ command: string; shown: string[] }> = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith("# ")) steps.at(-1)?.shown.push(line.slice(2));
+    else if (line !== "") steps.push({ command: line, shown: [] });
+  }
+  return steps;
+}
+
 /** Ids and times are each run's own: 16 hex digits stand for any id, an RFC 3339 UTC time for any time. */
 export const anyIdOrTime = (text: string) =>
   text.replaceAll(/\b[0-9a-f]{16}\b/g, "<id>").replaceAll(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g, "<time>");
+
+/** An ETag as the READMEs show one: 27 base64url characters in quotes (escaped as `\"…\"` inside JSON). */
+const SHOWN_ETAG = /(?<=")[A-Za-z0-9_-]{27}(?=\\?")/g;
+
+const escapeRegExp = (text: string) => text.replaceAll(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The ETags a README shows stand for the ones the reader's server answers: each store keys its
+ * own, so no run prints the README's. They are paired as a reader pairs them, in order: a tag the
+ * README shows where the run printed one stands for that one from then on, in what later lines
+ * send as in what they print. Tags the README tells apart must differ in the run, and a tag it
+ * repeats must be repeated there, so the examples still say which revision is which.
+ */
+export class ShownETags {
+  readonly #run = new Map<string, string>();
+
+  /** `text` with each README tag paired so far replaced by the run's. */
+  inRun(text: string): string {
+    return text.replaceAll(SHOWN_ETAG, (tag) => this.#run.get(tag) ?? tag);
+  }
+
+  /**
+   * What the README shows in place of the `printed` text, in the run's tags: where the rest of the
+   * two agree, each README tag not yet paired is paired with the one printed in its place. Where
+   * they do not, only the tags paired before are replaced, so the comparison that follows fails and
+   * shows both.
+   */
+  match(shown: string, printed: string): string {
+    const fresh: string[] = [];
+    let pattern = "";
+    let last = 0;
+    for (const found of shown.matchAll(SHOWN_ETAG)) {
+      const tag = found[0];
+      pattern += escapeRegExp(shown.slice(last, found.index));
+      last = found.index + tag.length;
+      const paired = this.#run.get(tag);
+      if (paired !== undefined) pattern += escapeRegExp(paired);
+      else if (fresh.includes(tag)) pattern += `\\k<t${fresh.indexOf(tag)}>`;
+      else pattern += `(?<t${fresh.push(tag) - 1}>[A-Za-z0-9_-]{27})`;
+    }
+    pattern += escapeRegExp(shown.slice(last));
+    const match = new RegExp(`^${pattern}$`).exec(printed);
+    if (match === null) return this.inRun(shown);
+    const taken = new Set(this.#run.values());
+    const tags = fresh.map((_, index) => match.groups![`t${index}`]!);
+    if (tags.some((tag) => taken.has(tag)) || new Set(tags).size < tags.length) return this.inRun(shown);
+    for (const [index, tag] of fresh.entries()) this.#run.set(tag, tags[index]!);
+    return this.inRun(shown);
+  }
+}
 
 /** A fresh store on a temporary SQLite file for one README's examples, and a folder to run them in. */
 export function useStore() {

@@ -7,6 +7,5 @@ export { buildOpenApiDocument } from "./http/openapi-document.ts";
 export { type AppRouter, appRouter } from "./router/root.ts";
 export { type RunningServer, type StartOptions, startServer } from "./server.ts";
 export { openStore, openWebhookAdmin } from "./storage/open-store.ts";
-export { plantETag } from "./storage/plant-etag.ts";
 export type { CreateOutcome, PlantStore } from "./storage/plant-store.ts";
 export { type Context, createCallerFactory } from "./trpc.ts";

@@ -11,7 +11,6 @@ import {
   SERVER_ERRORS,
 } from "../operation-docs.ts";
 import { ifNoneMatchMatches } from "../preconditions.ts";
-import { ifMatchHolds, plantETag } from "../storage/plant-etag.ts";
 import type { PreconditionFailed, WriteOutcome } from "../storage/plant-store.ts";
 import type { Context } from "../trpc.ts";
 import { protectedProcedure } from "../trpc.ts";
@@ -59,16 +58,18 @@ export const EVALUATION_ORDER =
   "preconditions (412, or 304 for a read), and only then the change, which is checked and written in one " +
   "atomic step, across instances on one PostgreSQL too.";
 
-// Working examples for a collection run in the document's order: create the example plant, read
-// it, patch its tag to `outdoor` (If-Match: its tag as created), replace it with the created
-// plant again (If-Match: the patched one's), delete it (If-Match: the created one's again).
-const EXAMPLE_PATCH = { tag: "outdoor" } as const;
-export const CREATED_ETAG = plantETag({ ...NEW_PLANT_EXAMPLE, id: BigInt(NEW_PLANT_EXAMPLE.id) });
-const PATCHED_ETAG = plantETag({ ...NEW_PLANT_EXAMPLE, ...EXAMPLE_PATCH, id: BigInt(NEW_PLANT_EXAMPLE.id) });
+// Examples that follow the document's order: create the example plant, read it, patch its tag
+// (If-Match: the tag of the plant as created), replace it with the created plant again (If-Match:
+// the patched one's), delete it (If-Match: the created one's again). A real tag is keyed by the
+// store's own secret, so these are made up, in the form the server answers; a client sends the
+// `ETag` its server gave it.
+export const CREATED_ETAG = '"1BFClo4-oMIIE5tfEyXKsEjqaav"';
+const PATCHED_ETAG = '"ZEqp11BvBZuzdtWsWPCJK1riuYS"';
 
 const ETAG_HEADER = header(
-  "The plant's strong entity tag (RFC 9110 §8.8.3): it changes with every change of the plant's content and is the same " +
-    "on every instance and backend for the same content. Send it back in `If-Match` to change the plant only as read.",
+  "The plant's strong entity tag (RFC 9110 §8.8.3), opaque: it changes with every change of the plant's content and is " +
+    "the same on every instance of the store for the same content, but is keyed by a secret of the store, so it cannot " +
+    "be computed from, nor tells anything about, the content. Send it back in `If-Match` to change the plant only as read.",
 );
 const CURRENT_ETAG: Readonly<Record<string, HeaderDoc>> = {
   ETag: header("The plant's current entity tag, to read it again and retry (absent when no plant has this id)."),
@@ -87,12 +88,17 @@ const ID_PARAMETER = { id: int64Parameter("Identification number of the plant", 
 const notFound = (id: bigint) => toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${id} is stored`));
 
 /** The 412 of a refused condition, carrying the current tag so the caller can re-read and retry. */
-export function preconditionFailed(id: bigint, refused: PreconditionFailed, sent: string): never {
+export async function preconditionFailed(
+  ctx: Context,
+  id: bigint,
+  refused: PreconditionFailed,
+  sent: string,
+): Promise<never> {
   const { current } = refused;
   if (current === undefined) {
     throw toTRPCError(new ApiError("PRECONDITION_FAILED", `no plant with id ${id} is stored, so ${sent} fails`));
   }
-  const etag = plantETag(current);
+  const etag = await ctx.store.etag(current);
   const message =
     sent === "If-None-Match: *"
       ? `a plant with id ${id} is already stored (ETag ${etag}), so ${sent} fails`
@@ -104,10 +110,10 @@ export function preconditionFailed(id: bigint, refused: PreconditionFailed, sent
 export const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
 
 /** The answer to a write: the plant as stored, with its tag; 201 when it was created. */
-function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string): NewPlant {
+async function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string): Promise<NewPlant> {
   if (outcome.outcome === "not_found") throw notFound(id);
-  if (outcome.outcome === "precondition_failed") preconditionFailed(id, outcome, sent);
-  ctx.responseHeaders.set("ETag", plantETag(outcome.plant));
+  if (outcome.outcome === "precondition_failed") return preconditionFailed(ctx, id, outcome, sent);
+  ctx.responseHeaders.set("ETag", await ctx.store.etag(outcome.plant));
   if (outcome.created) {
     ctx.response.status = 201;
     ctx.responseHeaders.set("Location", plantLocation(id));
@@ -184,10 +190,15 @@ export const plantByIdRouter = {
       const plant = await ctx.store.get(input.id);
       if (plant === undefined) throw notFound(input.id);
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
-      if (ifMatch !== undefined && !ifMatchHolds(ifMatch, plant)) {
-        preconditionFailed(input.id, { outcome: "precondition_failed", current: plant }, `If-Match: ${show(ifMatch)}`);
+      const etag = await ctx.store.etag(plant);
+      if (ifMatch !== undefined && ifMatch !== "*" && !ifMatch.includes(etag)) {
+        await preconditionFailed(
+          ctx,
+          input.id,
+          { outcome: "precondition_failed", current: plant },
+          `If-Match: ${show(ifMatch)}`,
+        );
       }
-      const etag = plantETag(plant);
       ctx.responseHeaders.set("ETag", etag);
       // The plant is still the output, for callers in process; the adapter sends a 304 without it.
       if (ifNoneMatch !== undefined && ifNoneMatchMatches(ifNoneMatch, etag)) ctx.response.status = 304;
@@ -207,14 +218,15 @@ export const plantByIdRouter = {
           "Changes the plant with a JSON merge patch (RFC 7396, `Content-Type: application/merge-patch+json`): `name` and " +
           '`tag` may change, `"tag": null` removes the tag, a field left out keeps its value. `If-Match` with the plant\'s ' +
           "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
-          "is 412 with the current `ETag`; read the plant again and retry. " +
+          "is 412 with the current `ETag`; read the plant again and retry. Needs `plants:read` as well as " +
+          "`plants:write`: the answer is the whole plant, fields the patch did not send included. " +
           EVALUATION_ORDER +
           "\n\nA body sent as `application/json` is 415 (with `Accept-Patch`): a merge patch has its own media type " +
           "(RFC 7396), so a plain JSON body is never taken for one. Clients generated from this document send it so:\n\n" +
           GENERATED_CLIENT_PATCHES,
         successDescription: "The plant as changed",
       },
-      scopes: ["plants:write"],
+      scopes: ["plants:read", "plants:write"],
       errors: [
         ...PLANT_ERRORS,
         ...BODY_ERRORS,
@@ -287,7 +299,9 @@ export const plantByIdRouter = {
           "Stores the body as the plant with this id. With `If-Match` (the plant's current `ETag`, or `*`), replaces the " +
           "stored plant (200; 412 when the tag is stale or no plant has this id). With `If-None-Match: *`, creates the " +
           "plant only if the id is free (201 with `Location` and `ETag`; 412 with the stored plant's `ETag` when it is " +
-          "taken). Without either, 428: a replacement must say which plant it replaces. " +
+          "taken). Without either, 428: a replacement must say which plant it replaces. With `plants:write` alone, a " +
+          "token learns no content it did not send: the answer is the plant as sent, and a 412 carries only the opaque " +
+          "`ETag`, which tells that the id is taken (as `POST /plants` would) and which revision is stored. " +
           EVALUATION_ORDER,
         successDescription: "The plant as replaced",
       },

@@ -208,6 +208,8 @@ export const plantsRouter = {
         description:
           "Deletes the plant with this id; the id is free for a new plant afterwards. With `If-Match`, only if the plant " +
           "is still as read (its current `ETag`, or `*`): a stale tag is 412 with the current `ETag`, and the plant stays. " +
+          "A 404 or a 412 tells whether a plant has this id, which any writer learns by design (creating tells it too); " +
+          "the `ETag` is opaque and tells nothing of the plant's content. " +
           EVALUATION_ORDER,
         successDescription: "Deleted",
       },
@@ -244,7 +246,8 @@ export const plantsRouter = {
       const outcome = await ctx.store.delete(input.id, ifMatch);
       if (typeof outcome === "object") {
         // A plant that is gone is 404 whatever the condition said (RFC 9110 §13.2.2).
-        if (outcome.current !== undefined) preconditionFailed(input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
+        if (outcome.current !== undefined)
+          await preconditionFailed(ctx, input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
         throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
       }
       if (outcome === "not_found") {

@@ -217,6 +217,25 @@ export const migrations: ReadonlyArray<Migration> = [
           ALTER SEQUENCE plant_changes_position OWNED BY plant_changes.position;
           ALTER TABLE webhook_events ADD COLUMN change_position bigint;`,
   },
+  {
+    version: 8,
+    name: "store secrets",
+    // Secrets that belong to the data rather than to one process, one row per use: `etag` keys the
+    // plants' entity tags (plant-etag.ts), so every instance on the database answers the same tags,
+    // and a copy of the database that carries this table keeps them. The first store opened on the
+    // database adds the row (store-secrets.ts in each backend), with random bytes from node:crypto:
+    // neither dialect's SQL can make a 256-bit secret without an extension.
+    sqlite: `CREATE TABLE store_secrets (
+            name       TEXT PRIMARY KEY,
+            secret     BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+          ) STRICT;`,
+    postgres: `CREATE TABLE store_secrets (
+            name       text PRIMARY KEY,
+            secret     bytea NOT NULL,
+            created_at bigint NOT NULL
+          );`,
+  },
 ];
 
 /** For /readyz: how many migrations the database records, of those this build knows. */

@@ -1,28 +1,44 @@
-import { createHash } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from "node:crypto";
 
 import type { NewPlant } from "@plantstore/schema";
 
 import type { IfMatch } from "./plant-store.ts";
 import { newPlantPayload } from "./webhook-event.ts";
 
+/** The row of `store_secrets` that keys the plants' entity tags. */
+export const ETAG_SECRET_NAME = "etag";
+
+/** A new store's ETag secret: 256 random bits, created once per database and kept in it. */
+export const newETagSecret = (): Uint8Array => randomBytes(32);
+
 /**
- * The strong entity tag of a stored plant (RFC 9110 §8.8.3): a digest of its exact JSON (the same
- * bytes `GET /plants/{id}` answers), so it changes with every change of content and is the same on
- * every instance and both backends for the same plant, with nothing stored beside it. A plant
+ * The strong entity tags of a store's plants (RFC 9110 §8.8.3): an HMAC-SHA256 of a plant's exact
+ * JSON (the same bytes `GET /plants/{id}` answers) under the store's secret. So a tag changes with
+ * every change of content and is the same on every instance on one database, with nothing stored
+ * per plant; and without the secret, which never leaves the database, a tag cannot be computed
+ * from content guessed offline, so it tells whoever sees it nothing about the plant. A plant
  * deleted and created again with the same content gets the same tag, as its representation is the
  * same (RFC 9110 §8.8.1).
  */
-export function plantETag(plant: NewPlant): string {
-  const digest = createHash("sha256")
-    .update(newPlantPayload({ id: plant.id, name: plant.name, tag: plant.tag ?? null }))
-    .digest("base64url");
-  return `"${digest.slice(0, 27)}"`;
-}
+export class PlantETags {
+  readonly #key: KeyObject;
 
-/** Whether `ifMatch` holds for what is stored (strong comparison; no plant fails even `*`). */
-export function ifMatchHolds(ifMatch: IfMatch, stored: NewPlant | undefined): boolean {
-  if (stored === undefined) return false;
-  if (ifMatch === "*") return true;
-  const current = plantETag(stored);
-  return ifMatch.includes(current);
+  constructor(secret: Uint8Array) {
+    // A KeyObject made once: handing createHmac the raw bytes imports them again on every call.
+    this.#key = createSecretKey(secret);
+  }
+
+  of(plant: NewPlant): string {
+    const digest = createHmac("sha256", this.#key)
+      .update(newPlantPayload({ id: plant.id, name: plant.name, tag: plant.tag ?? null }))
+      .digest("base64url");
+    return `"${digest.slice(0, 27)}"`;
+  }
+
+  /** Whether `ifMatch` holds for what is stored (strong comparison; no plant fails even `*`). */
+  holds(ifMatch: IfMatch, stored: NewPlant | undefined): boolean {
+    if (stored === undefined) return false;
+    if (ifMatch === "*") return true;
+    return ifMatch.includes(this.of(stored));
+  }
 }

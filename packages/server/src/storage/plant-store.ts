@@ -30,7 +30,7 @@ export type PlantChange = { name?: string; tag?: string | null };
 
 /**
  * An `If-Match` as the store checks it (RFC 9110 §13.1.1): `*` (any stored plant) or the entity
- * tags a client holds, compared strongly with `plantETag` of the stored plant.
+ * tags a client holds, compared strongly with the store's `etag` of the stored plant.
  */
 export type IfMatch = "*" | readonly string[];
 
@@ -60,6 +60,12 @@ export interface PlantStore {
    * only if the id is free (`ifNoneMatch: "*"`, then `created`). Atomic and durable like update.
    */
   replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome>;
+  /**
+   * The plant's strong entity tag, keyed by the secret this store's database keeps (plant-etag.ts):
+   * the same on every store opened on that database, and the one `ifMatch` is compared with.
+   * Asynchronous because the secret is read from the database, where it may first have to be added.
+   */
+  etag(plant: NewPlant): Promise<string>;
   /** Plants ordered by id, at most `limit` of them. */
   list(options: ListOptions): Promise<ListedPlant[]>;
   /** Cheap liveness probe of the underlying database. */

@@ -269,7 +269,7 @@ describe("GET /healthz and GET /readyz", () => {
     const { running } = await serverWithLogs();
     const ready = await rawRequest(running.url, { method: "GET", path: "/readyz" });
     expect(ready.status).toBe(200);
-    expect(ready.json).toEqual({ status: "ready", migrations: { applied: 7, known: 7 } });
+    expect(ready.json).toEqual({ status: "ready", migrations: { applied: 8, known: 8 } });
     await running.store.close();
     expectErrorShape(await rawRequest(running.url, { method: "GET", path: "/readyz" }), 503, 50300);
     // The process is alive all the same.

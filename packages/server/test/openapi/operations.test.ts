@@ -241,46 +241,51 @@ describe("the served document describes one plant's operations (issue 26)", () =
     expect(post.requestBody.description).toContain("a replayed POST is compared with the plant as it is now");
   });
 
-  it("chains its examples: PATCH's If-Match is the created plant's ETag, PUT's the patched one's", async () => {
+  it("chains its examples: each If-Match stands for the revision of its step, made up as a real tag is keyed by the store", async () => {
     const parameter = (method: string, name: string) =>
-      (at(method)?.parameters?.find((p) => p.name === name) as { example?: unknown } | undefined)?.example;
-    const created = await server.createRaw(JSON.stringify(NEW_PLANT_EXAMPLE));
-    expect(created.status).toBe(200);
+      String((at(method)?.parameters?.find((p) => p.name === name) as { example?: unknown } | undefined)?.example);
+    const [created, patchedExample] = [parameter("patch", "If-Match"), parameter("put", "If-Match")];
+    // In the server's form, one tag per revision: PATCH and DELETE name the plant as created, PUT the patched one.
+    for (const example of [created, patchedExample]) expect(example).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    expect(patchedExample).not.toBe(created);
+    expect([parameter("get", "If-Match"), parameter("delete", "If-Match")]).toEqual([created, created]);
+    expect(parameter("get", "If-None-Match")).toBe(patchedExample);
+
     const auth = { authorization: `Bearer ${TOKEN}` };
     const path = `/plants/${NEW_PLANT_EXAMPLE.id}`;
+    expect((await server.createRaw(JSON.stringify(NEW_PLANT_EXAMPLE))).status).toBe(200);
     const read = await server.send({ method: "GET", path, headers: auth });
-    expect(parameter("patch", "If-Match")).toBe(read.headers["etag"]);
     const body = (method: string, type: string) =>
       JSON.stringify((at(method)?.requestBody?.content[type] as { example?: unknown }).example);
-    const patched = await server.send({
-      method: "PATCH",
-      path,
-      headers: {
-        ...auth,
-        "content-type": "application/merge-patch+json",
-        "if-match": String(parameter("patch", "If-Match")),
-      },
-      body: body("patch", "application/merge-patch+json"),
-    });
+    const patch = (ifMatch: string) =>
+      server.send({
+        method: "PATCH",
+        path,
+        headers: { ...auth, "content-type": "application/merge-patch+json", "if-match": ifMatch },
+        body: body("patch", "application/merge-patch+json"),
+      });
+    // The example itself is no store's tag: sent as it is, the precondition is checked and fails.
+    const refused = await patch(created);
+    expect(refused.status).toBe(412);
+    expect(refused.headers["etag"]).toBe(read.headers["etag"]);
+    // With the tags the server answered in their places, the chain runs: patch, replace back, delete.
+    const patched = await patch(String(read.headers["etag"]));
     expect(patched.status).toBe(200);
-    expect(parameter("put", "If-Match")).toBe(patched.headers["etag"]);
     const replaced = await server.send({
       method: "PUT",
       path,
-      headers: { ...auth, "content-type": "application/json", "if-match": String(parameter("put", "If-Match")) },
+      headers: { ...auth, "content-type": "application/json", "if-match": String(patched.headers["etag"]) },
       body: body("put", "application/json"),
     });
     expect(replaced.status).toBe(200);
-    expect(parameter("delete", "If-Match")).toBe(replaced.headers["etag"]);
-    expect(
-      (
-        await server.send({
-          method: "DELETE",
-          path,
-          headers: { ...auth, "if-match": String(parameter("delete", "If-Match")) },
-        })
-      ).status,
-    ).toBe(204);
+    // Replaced with the created plant again: the revision DELETE's example stands for, as created.
+    expect(replaced.headers["etag"]).toBe(read.headers["etag"]);
+    const deleted = await server.send({
+      method: "DELETE",
+      path,
+      headers: { ...auth, "if-match": String(replaced.headers["etag"]) },
+    });
+    expect(deleted.status).toBe(204);
   });
 });
 

@@ -38,7 +38,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
       "head /plants": [{ bearerAuth: ["plants:read"] }],
       "get /plants/{id}": [{ bearerAuth: ["plants:read"] }],
       "head /plants/{id}": [{ bearerAuth: ["plants:read"] }],
-      "patch /plants/{id}": [{ bearerAuth: ["plants:write"] }],
+      "patch /plants/{id}": [{ bearerAuth: ["plants:read", "plants:write"] }],
       "put /plants/{id}": [{ bearerAuth: ["plants:write"] }],
       "get /plants/events": [{ bearerAuth: ["plants:read"] }],
       "head /plants/events": [{ bearerAuth: ["plants:read"] }],

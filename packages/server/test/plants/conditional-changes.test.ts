@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { plantETag } from "../../src/storage/plant-etag.ts";
+import { expectedETag } from "../support/expected-etag.ts";
 import { expectErrorShape, startTestServer, type TestResponse, type TestServer, TOKEN } from "../support/harness.ts";
 import { databaseUrlOf, issueToken } from "../support/token-helpers.ts";
 
@@ -41,7 +41,9 @@ describe("PATCH /plants/{id}", () => {
     const response = await patch(id, '{"name":"Maidenhair"}', { "if-match": etag });
     expect(response.status).toBe(200);
     expect(response.text).toBe(`{"id":${id},"name":"Maidenhair","tag":"indoor"}`);
-    expect(response.headers["etag"]).toBe(plantETag({ id, name: "Maidenhair", tag: "indoor" }));
+    expect(response.headers["etag"]).toBe(
+      await expectedETag(server.database, { id, name: "Maidenhair", tag: "indoor" }),
+    );
     expect(response.headers["etag"]).not.toBe(etag);
     expect((await read(id)).text).toBe(response.text);
   });
@@ -150,7 +152,7 @@ describe("PUT /plants/{id}", () => {
     expect(response.status).toBe(201);
     expect(response.text).toBe(`{"id":${id},"name":"Palm"}`);
     expect(response.headers["location"]).toBe(`/plants/${id}`);
-    expect(response.headers["etag"]).toBe(plantETag({ id, name: "Palm" }));
+    expect(response.headers["etag"]).toBe(await expectedETag(server.database, { id, name: "Palm" }));
     expect((await read(id)).text).toBe(response.text);
   });
 
@@ -167,7 +169,7 @@ describe("PUT /plants/{id}", () => {
     const response = await put(id, '{"name":"Replaced"}', { "if-match": etag });
     expect(response.status).toBe(200);
     expect(response.text).toBe(`{"id":${id},"name":"Replaced"}`);
-    expect(response.headers["etag"]).toBe(plantETag({ id, name: "Replaced" }));
+    expect(response.headers["etag"]).toBe(await expectedETag(server.database, { id, name: "Replaced" }));
     expect(response.headers["location"]).toBeUndefined();
   });
 

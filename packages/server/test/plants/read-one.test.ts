@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { plantETag } from "../../src/storage/plant-etag.ts";
+import { expectedETag } from "../support/expected-etag.ts";
 import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 
 let server: TestServer;
@@ -29,15 +29,17 @@ describe("GET /plants/{id}", () => {
     expect(response.text).toBe(`{"id":${BIG},"name":"Ficus","tag":"indoor"}`);
     const listed = await server.send({ method: "GET", path: `/plants?after=${BIG - 1n}&limit=1`, headers: auth });
     expect(listed.text).toBe(`[${response.text}]`);
-    // The same tag whichever backend and instance answers: a digest of the plant's content alone.
-    expect(response.headers["etag"]).toBe(plantETag({ id: BIG, name: "Ficus", tag: "indoor" }));
+    // The same tag whichever instance on this database answers: a digest of the content keyed by the database's secret.
+    expect(response.headers["etag"]).toBe(
+      await expectedETag(server.database, { id: BIG, name: "Ficus", tag: "indoor" }),
+    );
     expect(response.headers["etag"]).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
   });
 
   it("leaves out a tag the plant has not", async () => {
     const response = await read(-7);
     expect(response.text).toBe('{"id":-7,"name":"Untagged"}');
-    expect(response.headers["etag"]).toBe(plantETag({ id: -7n, name: "Untagged" }));
+    expect(response.headers["etag"]).toBe(await expectedETag(server.database, { id: -7n, name: "Untagged" }));
   });
 
   it("answers 404 (40401) for an id no plant has, whatever the preconditions", async () => {

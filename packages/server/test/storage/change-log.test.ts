@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import type { Change, ChangeLog } from "../../src/changes/change-log.ts";
 import type { ChangeRetention } from "../../src/storage/change-rows.ts";
-import { plantETag } from "../../src/storage/plant-etag.ts";
 import type { PlantStore } from "../../src/storage/plant-store.ts";
 import { PostgresStore } from "../../src/storage/postgres/postgres-store.ts";
 import { SqliteStore } from "../../src/storage/sqlite/sqlite-store.ts";
@@ -111,7 +110,7 @@ describe(`the change log (${TEST_BACKEND})`, () => {
     const head = await store.head();
     expect(await store.update(1n, { name: "Big fern" }, "*")).toMatchObject({ outcome: "written" });
     expect(
-      await store.update(1n, { tag: null }, [plantETag({ id: 1n, name: "Big fern", tag: "green" })]),
+      await store.update(1n, { tag: null }, [await store.etag({ id: 1n, name: "Big fern", tag: "green" })]),
     ).toMatchObject({ outcome: "written" });
     // Nothing written, nothing recorded: a change that changes nothing, a stale tag, a missing plant.
     expect(await store.update(1n, { name: "Big fern" }, "*")).toMatchObject({ outcome: "written" });
@@ -129,7 +128,7 @@ describe(`the change log (${TEST_BACKEND})`, () => {
       outcome: "precondition_failed",
     });
     expect(await store.delete(1n, ['"stale"'])).toMatchObject({ outcome: "precondition_failed" });
-    expect(await store.delete(1n, [plantETag({ id: 1n, name: "Fern", tag: "blue" })])).toBe("deleted");
+    expect(await store.delete(1n, [await store.etag({ id: 1n, name: "Fern", tag: "blue" })])).toBe("deleted");
 
     const changes = await store.changesAfter(head, 100);
     expect(changes.map((c) => [c.kind, c.plantId, c.data, c.tag, c.previousTag])).toEqual([

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 
 import { newOpaqueToken } from "../../src/auth/opaque-token.ts";
 import { migrations } from "../../src/storage/migrations.ts";
-import { plantETag } from "../../src/storage/plant-etag.ts";
 import { TokenNameTakenError } from "../../src/storage/token-store.ts";
 import type { WebhookQueue } from "../../src/storage/webhook-queue.ts";
 import { TEST_BACKEND } from "../support/test-database.ts";
@@ -167,11 +166,11 @@ describe(`webhook event types (${TEST_BACKEND})`, () => {
     );
 
     // A change, one that changes nothing, a stale one, a replacement: only real changes are announced.
-    const renamed = await store.update(MAX, { name: "Fern", tag: null }, [plantETag(fern)]);
+    const renamed = await store.update(MAX, { name: "Fern", tag: null }, [await store.etag(fern)]);
     expect(renamed.outcome).toBe("written");
     const plant = { id: MAX, name: "Fern" };
-    expect(await store.update(MAX, { name: "Fern" }, [plantETag(plant)])).toMatchObject({ outcome: "written" });
-    expect(await store.update(MAX, { name: "Lost" }, [plantETag(fern)])).toMatchObject({
+    expect(await store.update(MAX, { name: "Fern" }, [await store.etag(plant)])).toMatchObject({ outcome: "written" });
+    expect(await store.update(MAX, { name: "Lost" }, [await store.etag(fern)])).toMatchObject({
       outcome: "precondition_failed",
     });
     expect(await store.replace({ id: MAX, name: "Fern", tag: "t" }, { ifMatch: "*" })).toMatchObject({
@@ -192,7 +191,7 @@ describe(`webhook event types (${TEST_BACKEND})`, () => {
     );
 
     // A stale delete deletes nothing and announces nothing; a delete, its id alone.
-    expect(await store.delete(MAX, [plantETag(fern)])).toMatchObject({ outcome: "precondition_failed" });
+    expect(await store.delete(MAX, [await store.etag(fern)])).toMatchObject({ outcome: "precondition_failed" });
     expect(await store.delete(MAX, "*")).toBe("deleted");
     expect(await store.delete(MAX)).toBe("not_found");
     expect(await store.create({ id: 1n, name: "One" })).toBe("created");

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 
-import { plantETag } from "../../src/storage/plant-etag.ts";
-import { TEST_BACKEND } from "../support/test-database.ts";
+import { expectedETag, unkeyedETag } from "../support/expected-etag.ts";
+import { createTestDatabase, TEST_BACKEND } from "../support/test-database.ts";
 import { backend, batches, database, open, storeContractHooks } from "./store-contract-fixture.ts";
 
 /**
  * What every storage backend does alike, run against the backend of this pass of the suite
  * (PLANTSTORE_TEST_BACKEND: the `server (sqlite)` project runs it on SQLite, `server (postgres)`
- * on PostgreSQL): plants, group commit, two stores on one database, conditional changes. The rest
+ * on PostgreSQL): plants, group commit, two stores on one database, conditional changes, ETags. The rest
  * of the suite (migrations, tokens, webhooks) is store-contract-admin.test.ts; both share
  * store-contract-fixture.ts. What one backend alone does is tested beside it, in
  * sqlite/sqlite-store.test.ts and postgres/postgres-store.test.ts. Rows are read back on a
@@ -276,14 +276,14 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     const store = await open();
     const fern = { id: MAX, name: "Fern", tag: "green" };
     expect(await store.create(fern)).toBe("created");
-    expect(await store.update(MAX, { name: "Big fern" }, [STALE, plantETag(fern)])).toEqual({
+    expect(await store.update(MAX, { name: "Big fern" }, [STALE, await store.etag(fern)])).toEqual({
       outcome: "written",
       plant: { id: MAX, name: "Big fern", tag: "green" },
       created: false,
     });
     expect(await database.row(MAX)).toEqual({ id: MAX, name: "Big fern", tag: "green" });
     const renamed = { id: MAX, name: "Big fern", tag: "green" };
-    expect(await store.update(MAX, { tag: null }, [plantETag(renamed)])).toEqual({
+    expect(await store.update(MAX, { tag: null }, [await store.etag(renamed)])).toEqual({
       outcome: "written",
       plant: { id: MAX, name: "Big fern" },
       created: false,
@@ -315,25 +315,29 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     const store = await open();
     const moss = { id: 2n, name: "Moss", tag: "t" };
     await store.create(moss);
-    expect(await store.update(2n, { name: "Moss", tag: "t" }, [plantETag(moss)])).toEqual({
+    expect(await store.update(2n, { name: "Moss", tag: "t" }, [await store.etag(moss)])).toEqual({
       outcome: "written",
       plant: moss,
       created: false,
     });
-    expect(await store.update(2n, {}, [plantETag(moss)])).toEqual({ outcome: "written", plant: moss, created: false });
+    expect(await store.update(2n, {}, [await store.etag(moss)])).toEqual({
+      outcome: "written",
+      plant: moss,
+      created: false,
+    });
   });
 
   it("replace stores the whole plant when If-Match holds (an absent tag removes it), and fails on a free id", async () => {
     const store = await open();
     const sage = { id: -(2n ** 63n), name: "Sage", tag: "herb" };
     await store.create(sage);
-    expect(await store.replace({ id: sage.id, name: "Thyme" }, { ifMatch: [plantETag(sage)] })).toEqual({
+    expect(await store.replace({ id: sage.id, name: "Thyme" }, { ifMatch: [await store.etag(sage)] })).toEqual({
       outcome: "written",
       plant: { id: sage.id, name: "Thyme" },
       created: false,
     });
     expect(await database.row(sage.id)).toEqual({ id: sage.id, name: "Thyme", tag: null });
-    expect(await store.replace({ id: sage.id, name: "Mint" }, { ifMatch: [plantETag(sage)] })).toEqual({
+    expect(await store.replace({ id: sage.id, name: "Mint" }, { ifMatch: [await store.etag(sage)] })).toEqual({
       outcome: "precondition_failed",
       current: { id: sage.id, name: "Thyme" },
     });
@@ -364,9 +368,9 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     await store.create(oak);
     expect(await store.delete(4n, [STALE])).toEqual({ outcome: "precondition_failed", current: oak });
     expect(await database.row(4n)).toEqual({ id: 4n, name: "Oak", tag: null });
-    expect(await store.delete(4n, [plantETag(oak)])).toBe("deleted");
+    expect(await store.delete(4n, [await store.etag(oak)])).toBe("deleted");
     expect(await database.row(4n)).toBeUndefined();
-    expect(await store.delete(4n, [plantETag(oak)])).toBe("not_found");
+    expect(await store.delete(4n, [await store.etag(oak)])).toBe("not_found");
     expect(await store.delete(4n, "*")).toBe("not_found");
   });
 
@@ -377,7 +381,7 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     const stores = await Promise.all(Array.from({ length: count }, () => open()));
     const original = { id: 7n, name: "Basil", tag: "herb" };
     await stores[0]!.create(original);
-    const etag = plantETag(original);
+    const etag = await stores[0]!.etag(original);
     const outcomes = await Promise.all(
       Array.from({ length: 50 }, (_, i) => stores[i % count]!.update(7n, { name: `writer ${i}` }, [etag])),
     );
@@ -406,5 +410,41 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     // Neither field was lost to a write of the other: the last name and the last tag are both there.
     expect(stored?.name).not.toBe("start");
     expect(stored?.tag).not.toBe("t0");
+  });
+});
+
+describe(`ETags (${TEST_BACKEND})`, () => {
+  const FERN = { id: 2n ** 63n - 1n, name: "Fern", tag: "green" };
+
+  it("are an HMAC-SHA256 of the plant's JSON under the one secret the database keeps, not its plain digest", async () => {
+    const store = await open();
+    expect(await store.etag(FERN)).toBe(await expectedETag(database, FERN));
+    expect(await store.etag(FERN)).not.toBe(unkeyedETag(FERN));
+    expect(await store.etag({ id: FERN.id, name: "Fern" })).toBe(
+      await expectedETag(database, { id: FERN.id, name: "Fern" }),
+    );
+    const secrets = await database.rows<{ name: string; secret: Uint8Array }>({
+      sqlite: "SELECT name, secret FROM store_secrets",
+      postgres: "SELECT name, secret FROM store_secrets",
+    });
+    expect(secrets.map(({ name, secret }) => [name, secret.length])).toEqual([["etag", 32]]);
+  });
+
+  it("agree between stores opened together on a new database, and with one opened on it later (a restart)", async () => {
+    const together = await Promise.all(Array.from({ length: 4 }, () => open()));
+    const etags = await Promise.all(together.map((store) => store.etag(FERN)));
+    expect(new Set(etags).size).toBe(1);
+    expect(await (await open()).etag(FERN)).toBe(etags[0]);
+  });
+
+  it("differ on another database: each keeps a secret of its own", async () => {
+    const store = await open();
+    await using other = await createTestDatabase();
+    const elsewhere = await backend.open(other, {});
+    try {
+      expect(await elsewhere.etag(FERN)).not.toBe(await store.etag(FERN));
+    } finally {
+      await elsewhere.close();
+    }
   });
 });

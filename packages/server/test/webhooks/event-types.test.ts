@@ -6,7 +6,6 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
-import { plantETag } from "../../src/storage/plant-etag.ts";
 import { startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { SkippableClock } from "../support/skippable-clock.ts";
 import { type Received, startReceiver } from "../support/webhook-receiver.ts";
@@ -77,7 +76,9 @@ describe("webhook event types", () => {
     await eventually(() => chosen.received.length === 1, { what: "plant.created" });
     const fern = { id: MAX, name: "Fern", tag: "green" };
     // The server's own store, as PATCH calls it.
-    expect(await server.store.update(MAX, { tag: null }, [plantETag(fern)])).toMatchObject({ outcome: "written" });
+    expect(await server.store.update(MAX, { tag: null }, [await server.store.etag(fern)])).toMatchObject({
+      outcome: "written",
+    });
     await eventually(() => chosen.received.length === 2, { what: "plant.updated" });
     const deleted = await server.send({
       method: "DELETE",

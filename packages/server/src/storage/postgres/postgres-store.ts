@@ -10,7 +10,7 @@ import {
 import { CHANGE_COLUMNS, changeFromRow, type ChangeRetention, logBounds, type StoredChange } from "../change-rows.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
-import { ifMatchHolds } from "../plant-etag.ts";
+import { ETAG_SECRET_NAME, newETagSecret, PlantETags } from "../plant-etag.ts";
 import { patchedRow, plantFromRow, type PlantRow, plantRow, samePlant } from "../plant-rows.ts";
 import type {
   CreateOutcome,
@@ -45,6 +45,7 @@ import {
   type PostgresSettings,
   query,
 } from "./pool.ts";
+import { storeSecret } from "./store-secrets.ts";
 import { PostgresWebhookQueue } from "./webhook-queue.ts";
 
 export type PostgresStoreOptions = PostgresSettings & {
@@ -211,6 +212,7 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
   readonly #creations: GroupCommit<PlantRow, CreateOutcome>;
   readonly #eventListeners: Array<() => void> = [];
   readonly #notifications: ChangeNotifications;
+  #etags: Promise<PlantETags> | undefined;
   // Whether the last batch found an active subscriber: the next one then carries its events.
   #subscribersSeen = true;
 
@@ -251,6 +253,28 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     if (options.migrate ?? true) await migratePostgres(options);
     return new PostgresStore(createPostgresPool(options), options);
+  }
+
+  async etag(plant: NewPlant): Promise<string> {
+    return (await this.#plantETags()).of(plant);
+  }
+
+  /**
+   * The ETag secret, read (or first added) when a tag is first needed and kept from then on. It is
+   * a statement like any other: while the database cannot be reached it fails like one, and the
+   * next call tries again.
+   */
+  #plantETags(): Promise<PlantETags> {
+    this.#etags ??= this.#breaker
+      .call(() => storeSecret(this.#pool, ETAG_SECRET_NAME, newETagSecret))
+      .then(
+        (secret) => new PlantETags(secret),
+        (error: unknown) => {
+          this.#etags = undefined;
+          throw error;
+        },
+      );
+    return this.#etags;
   }
 
   /** The pool, for other tables of the service that live in the same database. */
@@ -508,10 +532,11 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
     plan: (row: PlantRow) => { outcome: WriteOutcome; write?: AnnouncingWrite },
   ): Promise<WriteOutcome> {
     type Plan = { outcome: WriteOutcome; write?: AnnouncingWrite };
+    const etags = await this.#plantETags();
     const decide = (row: PlantRow | undefined): Plan => {
       if (row === undefined) return { outcome: missing };
       const current = plantFromRow(row);
-      if (!ifMatchHolds(ifMatch, current)) return { outcome: { outcome: "precondition_failed", current } };
+      if (!etags.holds(ifMatch, current)) return { outcome: { outcome: "precondition_failed", current } };
       return plan(row);
     };
     const optimistic = decide(await this.#row(id));

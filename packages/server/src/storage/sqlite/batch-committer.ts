@@ -2,7 +2,7 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { ChangeKind } from "../../changes/change-log.ts";
 import type { ItemFailure } from "../group-commit.ts";
-import { ifMatchHolds } from "../plant-etag.ts";
+import type { PlantETags } from "../plant-etag.ts";
 import { patchedRow, plantFromRow, type PlantRow, samePlant } from "../plant-rows.ts";
 import type { CreateOutcome, DeleteOutcome, IfMatch, PreconditionFailed, WriteOutcome } from "../plant-store.ts";
 import {
@@ -31,7 +31,7 @@ type Audience = Record<"bare" | WebhookEventType, boolean>;
  * one transaction (one fsync). A statement that fails alone fails alone; a failure that ends the
  * transaction fails the whole batch and stores none of it.
  */
-export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) => BatchResult {
+export function createBatchCommitter(db: DatabaseSync, etags: PlantETags): (request: BatchRequest) => BatchResult {
   const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING");
   const select = db.prepare("SELECT name, tag FROM plants WHERE id = ?");
   const selectRow = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
@@ -167,7 +167,7 @@ export function createBatchCommitter(db: DatabaseSync): (request: BatchRequest) 
    */
   const checked = (id: bigint, ifMatch: IfMatch): PlantRow | PreconditionFailed | undefined => {
     const row = selectRow.get(id) as PlantRow | undefined;
-    if (row === undefined || ifMatchHolds(ifMatch, plantFromRow(row))) return row;
+    if (row === undefined || etags.holds(ifMatch, plantFromRow(row))) return row;
     return { outcome: "precondition_failed", current: plantFromRow(row) };
   };
 

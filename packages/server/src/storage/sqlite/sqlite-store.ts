@@ -7,6 +7,7 @@ import type { Change, ChangeLog } from "../../changes/change-log.ts";
 import { CHANGE_COLUMNS, changeFromRow, type ChangeRetention, logBounds, type StoredChange } from "../change-rows.ts";
 import { type CommittedBatch, GroupCommit } from "../group-commit.ts";
 import { migrationStatus } from "../migrations.ts";
+import { ETAG_SECRET_NAME, newETagSecret, PlantETags } from "../plant-etag.ts";
 import { listedFromRow, plantFromRow, type PlantRow, type PlantRowArray } from "../plant-rows.ts";
 import type {
   CreateOutcome,
@@ -27,6 +28,7 @@ import { createBatchCommitter } from "./batch-committer.ts";
 import { migrateSqlite } from "./migrations.ts";
 import { DEFAULT_BUSY_TIMEOUT_MS, openConnection } from "./open-connection.ts";
 import { asSqliteStoreError } from "./sqlite-errors.ts";
+import { storeSecret } from "./store-secrets.ts";
 import type {
   AttemptRecord,
   BatchRequest,
@@ -145,6 +147,7 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
   readonly #listStatements: ListStatements;
   readonly #listStatementsBigInt: ListStatements;
   readonly #init: WriterInit;
+  readonly #etags: PlantETags;
   readonly #inline: ((request: BatchRequest) => BatchResult) | undefined;
   readonly #writes: GroupCommit<WriteOp, ItemResult>;
   #writer: Worker | undefined;
@@ -157,10 +160,11 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
   #changeStatements: Record<"after" | "bounds", StatementSync> | undefined;
   #dueStatement: StatementSync | undefined;
 
-  private constructor(db: DatabaseSync, options: SqliteStoreOptions, inMemory: boolean) {
+  private constructor(db: DatabaseSync, options: SqliteStoreOptions, inMemory: boolean, etagSecret: Uint8Array) {
     this.#db = db;
+    this.#etags = new PlantETags(etagSecret);
     // An in-memory database exists only on this connection: it commits here (there is no fsync to hide).
-    this.#inline = inMemory ? createBatchCommitter(db) : undefined;
+    this.#inline = inMemory ? createBatchCommitter(db, this.#etags) : undefined;
     this.#select = db.prepare("SELECT id, name, tag FROM plants WHERE id = ?");
     this.#listStatements = listStatements(db, false);
     this.#listStatementsBigInt = listStatements(db, true);
@@ -176,6 +180,7 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
       path: options.path,
       synchronous: options.durability === "normal" ? "NORMAL" : "FULL",
       busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      etagSecret,
     };
   }
 
@@ -188,8 +193,19 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
       synchronous: options.durability === "normal" ? "NORMAL" : "FULL",
       readBigInts: true,
     });
-    migrateSqlite(db);
-    return new SqliteStore(db, options, inMemory);
+    let etagSecret: Uint8Array;
+    try {
+      migrateSqlite(db);
+      etagSecret = storeSecret(db, ETAG_SECRET_NAME, newETagSecret);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new SqliteStore(db, options, inMemory, etagSecret);
+  }
+
+  async etag(plant: NewPlant): Promise<string> {
+    return this.#etags.of(plant);
   }
 
   async create(plant: NewPlant): Promise<CreateOutcome> {

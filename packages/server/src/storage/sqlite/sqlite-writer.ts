@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 
+import { PlantETags } from "../plant-etag.ts";
 import { createBatchCommitter } from "./batch-committer.ts";
 import { openConnection } from "./open-connection.ts";
 import type { BatchRequest, CloseRequest, WriterInit } from "./writer-protocol.ts";
@@ -16,7 +17,7 @@ const db = openConnection({
   synchronous: init.synchronous,
   readBigInts: true,
 });
-const commit = createBatchCommitter(db);
+const commit = createBatchCommitter(db, new PlantETags(init.etagSecret));
 
 parentPort!.on("message", (message: BatchRequest | CloseRequest) => {
   if (message.kind === "close") {

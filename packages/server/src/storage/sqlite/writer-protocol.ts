@@ -6,7 +6,13 @@ import type { AttemptRecord, ClaimedDelivery } from "../webhook-queue.ts";
 export type { AttemptRecord, ClaimedDelivery };
 
 /** Messages between SqliteStore (main thread) and its writer thread. Plain data: structured-cloned. */
-export type WriterInit = { path: string; synchronous: "FULL" | "NORMAL"; busyTimeoutMs: number };
+export type WriterInit = {
+  path: string;
+  synchronous: "FULL" | "NORMAL";
+  busyTimeoutMs: number;
+  /** The store's ETag secret, read by the main thread when it opened the store. */
+  etagSecret: Uint8Array;
+};
 
 export type BatchRequest = {
   kind: "batch";

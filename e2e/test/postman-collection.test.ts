@@ -182,7 +182,7 @@ describe("a Postman collection generated from the served /openapi.json, run with
     expect(unticked).toEqual(["PUT If-None-Match: *"]);
 
     // The document's examples are what the import put in If-Match: the created plant's tag for
-    // GET, PATCH and DELETE, the patched one's for PUT.
+    // GET, its HEAD, PATCH and DELETE, the patched one's for PUT.
     const examples = withETagsChained(collection, collection.item as CollectionItem[]);
     const example = (method: string) =>
       (
@@ -190,7 +190,7 @@ describe("a Postman collection generated from the served /openapi.json, run with
           parameters: Array<{ name: string; example?: unknown }>;
         }
       ).parameters.find((parameter) => parameter.name === "If-Match")?.example;
-    expect(examples).toEqual([example("get"), example("patch"), example("put"), example("delete")]);
+    expect(examples).toEqual([example("get"), example("head"), example("patch"), example("put"), example("delete")]);
 
     const summary = await runCollection(collection);
     expect(summary.run.failures).toEqual([]);

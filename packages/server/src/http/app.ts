@@ -5,6 +5,7 @@ import Koa from "koa";
 import type { Logger } from "pino";
 
 import type { Authenticator } from "../auth/principal.ts";
+import { insufficientScope } from "../auth/scopes.ts";
 import { ApiError, toApiError } from "../errors.ts";
 import { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
@@ -217,8 +218,13 @@ export function createApp(options: AppOptions): Koa {
     const { route, params } = matched;
     state.route = route.template;
 
-    // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
+    // The token and its scope come before the body is read: a caller that may not make this
+    // request learns nothing about validation, and is not invited to send a body (no 100 Continue).
     const principal = route.protect ? await authenticateRequest(ctx, authenticator, rateLimits, clientAddress) : null;
+    if (principal !== null) {
+      const refused = insufficientScope(principal, route.scopes);
+      if (refused !== undefined) throw refused;
+    }
 
     const fromUrl = route.method === "GET" || route.method === "DELETE";
     let input: Record<string, unknown>;

@@ -6,6 +6,7 @@ import {
   type OpenApiProcedureRecord,
 } from "trpc-to-openapi";
 
+import type { Scope } from "../auth/principal.ts";
 import type { Meta } from "../trpc.ts";
 import type { PlainPath } from "./plain-paths.ts";
 
@@ -20,6 +21,8 @@ export type ProcedureRoute = {
   procedure: AnyProcedure;
   type: "query" | "mutation";
   protect: boolean;
+  /** The scopes its token must hold (`meta.scopes`), checked before the body is read. */
+  scopes: readonly Scope[];
   /** The one media type the body is read in (`meta.requestMediaType`). */
   mediaType: string;
 };
@@ -90,6 +93,7 @@ export class RouteTable {
         procedure: procedure as AnyProcedure,
         type,
         protect: meta.openapi.protect !== false,
+        scopes: meta.scopes ?? [],
         mediaType: meta.requestMediaType ?? "application/json",
       });
     });

@@ -71,7 +71,7 @@ export const ERROR_STATUS_SUMMARIES: Readonly<Record<number, string>> = {
   409: "A different plant is already stored under this id",
   412:
     "A precondition failed: the plant changed since the ETag sent in `If-Match` (or no plant has this id), or " +
-    "`If-None-Match: *` found one stored. Nothing was changed; the `ETag` header is the plant's current tag.",
+    "`If-None-Match` matched it (`*`: any stored plant). Nothing was changed; the `ETag` header is the plant's current tag.",
   413: "The body is larger than the configured limit",
   415:
     "The body is not in the media type the operation reads (`application/json`; `PATCH`: `application/merge-patch+json`), " +

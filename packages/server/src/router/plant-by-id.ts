@@ -10,8 +10,8 @@ import {
   REQUEST_ERRORS,
   SERVER_ERRORS,
 } from "../operation-docs.ts";
-import { ifNoneMatchMatches } from "../preconditions.ts";
-import { ifMatchHolds, plantETag } from "../storage/plant-etag.ts";
+import { ifNoneMatchMatches, type Preconditions } from "../preconditions.ts";
+import { ifMatchHolds, ifNoneMatchHolds, plantETag } from "../storage/plant-etag.ts";
 import type { PreconditionFailed, WriteOutcome } from "../storage/plant-store.ts";
 import type { Context } from "../trpc.ts";
 import { protectedProcedure } from "../trpc.ts";
@@ -29,9 +29,16 @@ const plantLocation = (id: bigint): string => `/plants/${id}`;
 export const EVALUATION_ORDER =
   "Evaluation order (RFC 9110 §13.2): the token and its scope (401, 403), then the request itself " +
   "(400, 415), then whether the plant exists (404, whatever the preconditions say; a `PUT` with `If-Match` " +
-  "on a free id is 412, as a `PUT` could create it), then whether a precondition is required (428), then the " +
-  "preconditions (412, or 304 for a read), and only then the change, which is checked and written in one " +
-  "atomic step, across instances on one PostgreSQL too.";
+  "on a free id is 412, as a `PUT` could create it), then the preconditions in RFC 9110 §13.2.2's order, " +
+  "`If-Match` (strong comparison) before `If-None-Match` (weak comparison; `*` matches any stored plant), each " +
+  "evaluated on every method (412, or 304 for a read), then whether the precondition a change needs was sent " +
+  "(428), and only then the change, which is checked and written in one atomic step, across instances on one " +
+  "PostgreSQL too.";
+
+/** How a change treats `If-None-Match`, for the descriptions of PATCH and PUT. */
+const IF_NONE_MATCH_ON_WRITES =
+  "An `If-None-Match` is evaluated too: when it matches the plant's current tag, or is `*` and the plant is " +
+  "stored, the answer is 412 and nothing changes.";
 
 // Working examples for a collection run in the document's order: create the example plant, read
 // it, patch its tag to `outdoor` (If-Match: its tag as created), replace it with the created
@@ -60,27 +67,49 @@ const ID_PARAMETER = { id: int64Parameter("Identification number of the plant", 
 
 const notFound = (id: bigint) => toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${id} is stored`));
 
-/** The 412 of a refused condition, carrying the current tag so the caller can re-read and retry. */
-export function preconditionFailed(id: bigint, refused: PreconditionFailed, sent: string): never {
+/** An If-Match or If-None-Match as sent, for messages. */
+const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
+
+/**
+ * The 412 of a refused condition, carrying the current tag so the caller can re-read and retry.
+ * Its message names the header that failed, If-Match first as RFC 9110 §13.2.2 evaluates it.
+ */
+export function preconditionFailed(id: bigint, refused: PreconditionFailed, preconditions: Preconditions): never {
   const { current } = refused;
+  const { ifMatch, ifNoneMatch } = preconditions;
+  const ifMatchFailed = ifMatch !== undefined && !ifMatchHolds(ifMatch, current);
   if (current === undefined) {
+    // Only If-Match can fail where no plant is stored.
+    const sent = `If-Match: ${show(ifMatch ?? "*")}`;
     throw toTRPCError(new ApiError("PRECONDITION_FAILED", `no plant with id ${id} is stored, so ${sent} fails`));
   }
   const etag = plantETag(current);
-  const message =
-    sent === "If-None-Match: *"
-      ? `a plant with id ${id} is already stored (ETag ${etag}), so ${sent} fails`
-      : `the plant with id ${id} is now ETag ${etag}, which ${sent} does not name`;
+  let message: string;
+  if (ifMatchFailed)
+    message = `the plant with id ${id} is now ETag ${etag}, which If-Match: ${show(ifMatch)} does not name`;
+  else if (ifNoneMatch === "*")
+    message = `a plant with id ${id} is already stored (ETag ${etag}), so If-None-Match: * fails`;
+  else message = `the plant with id ${id} is ETag ${etag}, which If-None-Match: ${show(ifNoneMatch ?? [])} names`;
   throw toTRPCError(new ApiError("PRECONDITION_FAILED", message, { headers: { ETag: etag } }));
 }
 
-/** An If-Match as sent, for messages. */
-export const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
+/**
+ * For a change sent without the precondition it needs: an `If-None-Match` is still evaluated
+ * (RFC 9110 §13.1.2), so a matching one is 412 before the 428. Only a read: nothing is written.
+ */
+async function evaluateIfNoneMatchAlone(ctx: Context, id: bigint, stored?: NewPlant): Promise<void> {
+  const { ifNoneMatch } = ctx.preconditions;
+  if (ifNoneMatch === undefined) return;
+  const current = stored ?? (await ctx.store.get(id));
+  if (!ifNoneMatchHolds(ifNoneMatch, current)) {
+    preconditionFailed(id, { outcome: "precondition_failed", current }, ctx.preconditions);
+  }
+}
 
 /** The answer to a write: the plant as stored, with its tag; 201 when it was created. */
-function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string): NewPlant {
+function written(ctx: Context, id: bigint, outcome: WriteOutcome): NewPlant {
   if (outcome.outcome === "not_found") throw notFound(id);
-  if (outcome.outcome === "precondition_failed") preconditionFailed(id, outcome, sent);
+  if (outcome.outcome === "precondition_failed") preconditionFailed(id, outcome, ctx.preconditions);
   ctx.responseHeaders.set("ETag", plantETag(outcome.plant));
   if (outcome.created) {
     ctx.response.status = 201;
@@ -88,14 +117,6 @@ function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string):
   }
   return outcome.plant;
 }
-
-const noIfNoneMatch = (ctx: Context, method: string) => {
-  if (ctx.preconditions.ifNoneMatch !== undefined) {
-    throw toTRPCError(
-      new ApiError("BAD_REQUEST", `${method} does not take If-None-Match here; send If-Match with the plant's ETag`),
-    );
-  }
-};
 
 const PLANT_ERRORS = ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND"] as const;
 const BODY_ERRORS = [
@@ -159,7 +180,7 @@ export const plantByIdRouter = {
       if (plant === undefined) throw notFound(input.id);
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
       if (ifMatch !== undefined && !ifMatchHolds(ifMatch, plant)) {
-        preconditionFailed(input.id, { outcome: "precondition_failed", current: plant }, `If-Match: ${show(ifMatch)}`);
+        preconditionFailed(input.id, { outcome: "precondition_failed", current: plant }, ctx.preconditions);
       }
       const etag = plantETag(plant);
       ctx.responseHeaders.set("ETag", etag);
@@ -182,6 +203,9 @@ export const plantByIdRouter = {
           '`tag` may change, `"tag": null` removes the tag, a field left out keeps its value. `If-Match` with the plant\'s ' +
           "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
           "is 412 with the current `ETag`; read the plant again and retry. " +
+          IF_NONE_MATCH_ON_WRITES +
+          " It does not stand in for `If-Match`: one that does not match still leaves the change needing `If-Match` " +
+          "(428). " +
           EVALUATION_ORDER,
         successDescription: "The plant as changed",
       },
@@ -227,11 +251,12 @@ export const plantByIdRouter = {
     .output(NewPlant)
     .mutation(async ({ ctx, input }) => {
       const { id, ...change } = input;
-      noIfNoneMatch(ctx, "PATCH");
-      const { ifMatch } = ctx.preconditions;
+      const { ifMatch, ifNoneMatch } = ctx.preconditions;
       if (ifMatch === undefined) {
         // 404 before 428 (RFC 9110 §13.2.1): a caller learns the plant is gone before being asked for its tag.
-        if ((await ctx.store.get(id)) === undefined) throw notFound(id);
+        const stored = await ctx.store.get(id);
+        if (stored === undefined) throw notFound(id);
+        await evaluateIfNoneMatchAlone(ctx, id, stored);
         throw toTRPCError(
           new ApiError(
             "PRECONDITION_REQUIRED",
@@ -239,10 +264,10 @@ export const plantByIdRouter = {
           ),
         );
       }
-      const outcome = await ctx.store.update(id, change, ifMatch);
+      const outcome = await ctx.store.update(id, change, ifMatch, ifNoneMatch);
       // A plant deleted since the tag was read is gone whatever the tag says: 404 before 412.
       if (outcome.outcome === "precondition_failed" && outcome.current === undefined) throw notFound(id);
-      return written(ctx, id, outcome, `If-Match: ${show(ifMatch)}`);
+      return written(ctx, id, outcome);
     }),
 
   replace: protectedProcedure
@@ -258,7 +283,12 @@ export const plantByIdRouter = {
           "Stores the body as the plant with this id. With `If-Match` (the plant's current `ETag`, or `*`), replaces the " +
           "stored plant (200; 412 when the tag is stale or no plant has this id). With `If-None-Match: *`, creates the " +
           "plant only if the id is free (201 with `Location` and `ETag`; 412 with the stored plant's `ETag` when it is " +
-          "taken). Without either, 428: a replacement must say which plant it replaces. " +
+          "taken). Without either, 428: a replacement must say which plant it replaces. Both at once are evaluated " +
+          "like any other pair, `If-Match` first, so they always answer 412 (a plant cannot be both stored and " +
+          "absent). " +
+          IF_NONE_MATCH_ON_WRITES +
+          " Naming tags, it stands in for neither: one that does not match still leaves the request needing `If-Match` " +
+          "(428). " +
           EVALUATION_ORDER,
         successDescription: "The plant as replaced",
       },
@@ -306,28 +336,16 @@ export const plantByIdRouter = {
     .output(NewPlant)
     .mutation(async ({ ctx, input }) => {
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
-      if (ifMatch !== undefined && ifNoneMatch !== undefined) {
-        throw toTRPCError(
-          new ApiError("BAD_REQUEST", "PUT takes If-Match (replace) or If-None-Match: * (create), not both"),
-        );
-      }
-      if (ifNoneMatch !== undefined && ifNoneMatch !== "*") {
-        throw toTRPCError(
-          new ApiError("BAD_REQUEST", "PUT takes If-None-Match: * only (create if free); to replace, send If-Match"),
-        );
-      }
-      if (ifMatch === undefined && ifNoneMatch === undefined) {
-        throw toTRPCError(
-          new ApiError(
-            "PRECONDITION_REQUIRED",
-            "PUT needs If-Match with the plant's current ETag to replace it, or If-None-Match: * to create it",
-          ),
-        );
-      }
       const plant: NewPlant = input.tag === undefined ? { id: input.id, name: input.name } : input;
-      if (ifMatch !== undefined) {
-        return written(ctx, input.id, await ctx.store.replace(plant, { ifMatch }), `If-Match: ${show(ifMatch)}`);
-      }
-      return written(ctx, input.id, await ctx.store.replace(plant, { ifNoneMatch: "*" }), "If-None-Match: *");
+      if (ifMatch !== undefined)
+        return written(ctx, input.id, await ctx.store.replace(plant, { ifMatch, ifNoneMatch }));
+      if (ifNoneMatch === "*") return written(ctx, input.id, await ctx.store.replace(plant, { ifNoneMatch }));
+      await evaluateIfNoneMatchAlone(ctx, input.id);
+      throw toTRPCError(
+        new ApiError(
+          "PRECONDITION_REQUIRED",
+          "PUT needs If-Match with the plant's current ETag to replace it, or If-None-Match: * to create it",
+        ),
+      );
     }),
 };

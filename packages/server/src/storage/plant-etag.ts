@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 
 import type { NewPlant } from "@plantstore/schema";
 
+import { ifNoneMatchMatches } from "../preconditions.ts";
 import type { IfMatch } from "./plant-store.ts";
 import { newPlantPayload } from "./webhook-event.ts";
 
@@ -25,4 +26,9 @@ export function ifMatchHolds(ifMatch: IfMatch, stored: NewPlant | undefined): bo
   if (ifMatch === "*") return true;
   const current = plantETag(stored);
   return ifMatch.includes(current);
+}
+
+/** Whether a write's `ifNoneMatch` holds for what is stored: nothing stored, or (tags) none is its tag (weak comparison). */
+export function ifNoneMatchHolds(ifNoneMatch: IfMatch | undefined, stored: NewPlant | undefined): boolean {
+  return ifNoneMatch === undefined || stored === undefined || !ifNoneMatchMatches(ifNoneMatch, plantETag(stored));
 }

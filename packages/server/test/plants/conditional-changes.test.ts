@@ -111,6 +111,7 @@ describe("PATCH /plants/{id}", () => {
     ['{"tag":""}', /^tag /],
     ['{"tag":7}', /^tag /],
     ['{"name":"\\u0000"}', /^name /],
+    ['{"name":"a","name":"b"}', /^the body has the member "name" more than once$/],
   ])("refuses %s with 400 (40004) naming the field", async (body, named) => {
     const { id, etag } = await plant();
     const response = await patch(id, body, { "if-match": etag });

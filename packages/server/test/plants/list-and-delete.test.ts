@@ -78,6 +78,7 @@ describe("GET /plants", () => {
     ["-9223372036854775809"],
     ["+1"],
     ["01"],
+    ["-0"],
     ["1.0"],
     ["x"],
     [""],
@@ -250,7 +251,7 @@ describe("DELETE /plants/{id}", () => {
     expect((await server.store.get(BigInt(neighbour)))?.name).toBeDefined();
   });
 
-  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-9223372036854775809"], ["%201"], ["+5"], ["0x10"]])(
+  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-9223372036854775809"], ["%201"], ["+5"], ["0x10"], ["-0"]])(
     "refuses id %j with 400 (40005)",
     async (id) => {
       expectErrorShape(await remove(id), 400, 40005);

@@ -27,6 +27,7 @@ import { assertIdentityEncoding, assertMediaType, readJsonObject } from "./read-
 import { requestContext, type RequestState } from "./request-context.ts";
 import { type RouteMatch, RouteTable } from "./routes.ts";
 import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
+import { strictQuery } from "./strict-query.ts";
 import { closeWhenBodyUnread } from "./unread-body.ts";
 import { webAppPaths } from "./web-app.ts";
 
@@ -232,7 +233,7 @@ export function createApp(options: AppOptions): Koa {
       // Query values stay strings (repeated ones become arrays and are refused); the schemas parse them strictly.
       // Without a query string there is nothing to parse: Koa's parser builds a URLSearchParams even
       // for none, ~1 µs of a read by id (bench/README.md).
-      input = ctx.querystring === "" ? params : { ...ctx.query, ...params };
+      input = ctx.querystring === "" ? params : { ...strictQuery(ctx), ...params };
     } else {
       assertMediaType(ctx.get("content-type") || undefined, route.mediaType);
       assertIdentityEncoding(ctx.get("content-encoding") || undefined);

@@ -1,6 +1,6 @@
 import type { ErrorCodeName } from "@plantstore/schema";
 
-import { header, type HeaderDoc, RATE_LIMIT_HEADERS } from "./operation-docs.ts";
+import { AUTHORIZED_CACHE_HEADERS, header, type HeaderDoc, RATE_LIMIT_HEADERS } from "./operation-docs.ts";
 
 type Json = Record<string, unknown>;
 
@@ -94,11 +94,13 @@ export const ERROR_STATUS_HEADERS: Readonly<Record<number, Readonly<Record<strin
     "WWW-Authenticate": header(
       'RFC 6750 challenge: `Bearer realm="plantstore"` without a token; `Bearer realm="plantstore", error="invalid_token"` for an unknown, malformed, expired or revoked one.',
     ),
+    ...AUTHORIZED_CACHE_HEADERS,
   },
   403: {
     "WWW-Authenticate": header(
       'RFC 6750 challenge naming the missing scope: `Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"`.',
     ),
+    ...AUTHORIZED_CACHE_HEADERS,
   },
   415: {
     "Accept-Encoding": header(

@@ -3,6 +3,7 @@ import { NEW_PLANT_EXAMPLE, NewPlant, Plant, PlantIdPath, PlantPatch } from "@pl
 import { ApiError, toTRPCError } from "../errors.ts";
 import {
   AUTH_ERRORS,
+  AUTHORIZED_CACHE_HEADERS,
   header,
   type HeaderDoc,
   int64Parameter,
@@ -164,11 +165,11 @@ export const plantByIdRouter = {
           false,
         ),
       ],
-      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS, ...AUTHORIZED_CACHE_HEADERS },
       otherSuccesses: {
         "304": {
           description: "Not modified: `If-None-Match` matched the plant's current tag; no body",
-          headers: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+          headers: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS, ...AUTHORIZED_CACHE_HEADERS },
         },
       },
       errorHeaders: { 412: CURRENT_ETAG },

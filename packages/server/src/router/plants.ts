@@ -15,6 +15,7 @@ import { z } from "zod";
 import { ApiError, toTRPCError } from "../errors.ts";
 import {
   AUTH_ERRORS,
+  AUTHORIZED_CACHE_HEADERS,
   header,
   int64Parameter,
   RATE_LIMIT_HEADERS,
@@ -177,6 +178,7 @@ export const plantsRouter = {
           schema: { type: "string" },
         },
         ...RATE_LIMIT_HEADERS,
+        ...AUTHORIZED_CACHE_HEADERS,
       },
       documentedOutput: PlantList,
     })

@@ -24,7 +24,9 @@ export const SERVICE_DESCRIPTION =
   "(an interactive reference: authorize with a token and try requests), `/healthz`, `/readyz` and, when enabled, " +
   "`/metrics`. Any other path answers 404 with `error` 40400 (paths match exactly and case-sensitively); a path " +
   "with a method it does not answer, 405 with `error` 40500 and an `Allow` header naming the methods it does, " +
-  "`HEAD` wherever `GET` is. Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
+  "`HEAD` wherever `GET` is. `OPTIONS` on any of these paths answers 204 with `Allow` (and, where `PATCH` is, " +
+  "`Accept-Patch`), and `OPTIONS *` 204 with every method the server answers; neither needs a token. " +
+  "Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
   "and 400 for a request that is not valid HTTP.";
 
 export const SERVERS = [

@@ -134,6 +134,21 @@ export function createApp(options: AppOptions): Koa {
     return matched;
   };
 
+  /** `OPTIONS *` and `OPTIONS <path>` (RFC 9110 §9.3.7): 204 with `Allow`, and `Accept-Patch` where PATCH is. */
+  const answerOptions = (ctx: Koa.Context, state: RequestState): void => {
+    if (ctx.url === "*") {
+      state.route = "*";
+      ctx.set("Allow", routes.methods().join(", "));
+    } else {
+      const resource = routes.options(ctx.path);
+      if (resource === undefined) throw new ApiError("NOT_FOUND", `no operation at ${ctx.path}`);
+      state.route = resource.template;
+      ctx.set("Allow", resource.allow.join(", "));
+      if (resource.acceptPatch !== undefined) ctx.set("Accept-Patch", resource.acceptPatch);
+    }
+    ctx.status = 204;
+  };
+
   const corsOrigins = options.corsOrigins ?? [];
   if (corsOrigins.length > 0) {
     // A preflight asks whether the real request may be sent; @koa/cors alone says yes to any path
@@ -215,8 +230,14 @@ export function createApp(options: AppOptions): Koa {
   });
 
   app.use(async (ctx) => {
-    const matched = matchOrThrow(ctx.method, ctx.path);
     const state = ctx.state as RequestState;
+    // A CORS preflight goes on as before (above, or 405 when no origin is allowed); any other
+    // OPTIONS asks what the resource, or with `*` the server, can do: no token, no body.
+    if (ctx.method === "OPTIONS" && ctx.get("access-control-request-method") === "") {
+      answerOptions(ctx, state);
+      return;
+    }
+    const matched = matchOrThrow(ctx.method, ctx.path);
     if ("plain" in matched) {
       state.route = matched.plain.path;
       await matched.plain.handler(ctx);

@@ -48,7 +48,7 @@ export const ErrorCodes = {
     error: 41200,
     status: 412,
     meaning:
-      "The plant changed since the ETag in If-Match (or If-None-Match: * found it stored); the ETag header is the current one.",
+      "The plant changed since the ETag in If-Match, or If-None-Match matched it (If-None-Match: * matches any stored plant); the ETag header is the current one.",
   },
   UNSUPPORTED_MEDIA_TYPE: {
     error: 41500,

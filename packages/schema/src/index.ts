@@ -14,7 +14,13 @@ export {
 // does not shadow the global `Error` in the importing module. Both are public.
 export { ErrorBody as Error, ErrorBody } from "./error.ts";
 export { type ErrorCodeEntry, type ErrorCodeName, errorCodeName, ErrorCodes } from "./error-codes.ts";
-export { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+export {
+  JsonDuplicateNameError,
+  JsonTooDeepError,
+  MAX_JSON_DEPTH,
+  parseJsonLossless,
+  stringifyJsonLossless,
+} from "./json.ts";
 export { decodePageCursor, encodePageCursor, PAGE_CURSOR_PATTERN } from "./page-cursor.ts";
 export {
   EventPositionText,

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 
-import { JsonTooDeepError, MAX_JSON_DEPTH, parseJsonLossless, stringifyJsonLossless } from "./json.ts";
+import {
+  JsonDuplicateNameError,
+  JsonTooDeepError,
+  MAX_JSON_DEPTH,
+  parseJsonLossless,
+  stringifyJsonLossless,
+} from "./json.ts";
 
 describe("parseJsonLossless", () => {
   it("turns integer literals into exact bigints across the int64 range and beyond", () => {
@@ -17,6 +23,42 @@ describe("parseJsonLossless", () => {
 
   it("keeps strings that look like numbers as strings", () => {
     expect(parseJsonLossless('{"id":"7"}')).toEqual({ id: "7" });
+  });
+});
+
+describe("parseJsonLossless and duplicate names", () => {
+  it.each([
+    ['{"id":6998,"id":6997,"name":"x"}', "id"],
+    ['{"id":1,"name":"a","name":"b"}', "name"],
+    ['{"id":1.5,"id":2}', "id"],
+    ['{"a":{"b":1,"c":{"d":[{"e":1,"e":2}]}}}', "e"],
+    ['[{"x":1},{"y":2,"y":2}]', "y"],
+    ['{"__proto__":{},"__proto__":{}}', "__proto__"],
+    ['{"\\u0069d":1,"id":2}', "id"],
+    ['{"a":{"k":"v"},"a":{"k":"v"}}', "a"],
+  ])("refuses %s, naming %j, on the fast path and the reviver's alike", (text, name) => {
+    expect(() => parseJsonLossless(text)).toThrow(JsonDuplicateNameError);
+    expect(() => parseJsonLossless(text)).toThrow(`"${name}"`);
+    // A number the fast path cannot take sends the same text down the reviver's path.
+    expect(() => parseJsonLossless(`[1e3,${text}]`)).toThrow(JsonDuplicateNameError);
+  });
+
+  it("accepts one name in sibling or nested objects, and names that only look alike", () => {
+    expect(parseJsonLossless('{"a":{"id":1},"b":{"id":2},"id":3}')).toEqual({ a: { id: 1n }, b: { id: 2n }, id: 3n });
+    expect(parseJsonLossless('{"id":1,"Id":2,"id ":3,"i\\"d":4}')).toEqual({ id: 1n, Id: 2n, "id ": 3n, 'i"d': 4n });
+    expect(parseJsonLossless('{"s":"\\"id\\":1,\\"id\\":2","id":0}')).toEqual({ s: '"id":1,"id":2', id: 0n });
+  });
+
+  it("refuses duplicates before a depth-limited value is returned, and still says too deep first", () => {
+    const deep = `${"[".repeat(MAX_JSON_DEPTH)}{"a":1,"a":2}${"]".repeat(MAX_JSON_DEPTH)}`;
+    expect(() => parseJsonLossless(deep)).toThrow(JsonTooDeepError);
+    const deepest = `${"[".repeat(MAX_JSON_DEPTH - 1)}{"a":1,"a":2}${"]".repeat(MAX_JSON_DEPTH - 1)}`;
+    expect(() => parseJsonLossless(deepest)).toThrow(JsonDuplicateNameError);
+  });
+
+  it("shortens a long name in the message", () => {
+    const long = "n".repeat(1_000);
+    expect(() => parseJsonLossless(`{"${long}":1,"${long}":2}`)).toThrow(/^has the member "n{64}…" more than once$/);
   });
 });
 
@@ -201,6 +243,19 @@ describe("parseJsonLossless against the reviver on generated JSON", () => {
     ])();
   const string = () =>
     JSON.stringify(pick(["", "a", "1.5e3", '"quoted"', "back\\slash", "7", "x\u00e9\u{1f331}", "-12"]));
+  /** Whether the document being generated has an object with a member name twice. */
+  let duplicated = false;
+  const object = (depth: number): string => {
+    const names = new Set<string>();
+    const members = Array.from({ length: Math.floor(random() * 4) }, () => {
+      const name = pick(['"id"', '"name"', '"__proto__"', '"a b"', string()]);
+      const decoded = JSON.parse(name) as string;
+      if (names.has(decoded)) duplicated = true;
+      names.add(decoded);
+      return `${name}:${value(depth + 1)}`;
+    });
+    return `{${members.join(",")}}`;
+  };
   const value = (depth: number): string => {
     if (depth > 3) return pick([number, string, () => "true", () => "null"])();
     return pick([
@@ -208,15 +263,20 @@ describe("parseJsonLossless against the reviver on generated JSON", () => {
       string,
       () => pick(["true", "false", "null"]),
       () => `[${Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1)).join(", ")}]`,
-      () =>
-        `{${Array.from({ length: Math.floor(random() * 4) }, () => `${pick(['"id"', '"name"', '"__proto__"', '"a b"', string()])}:${value(depth + 1)}`).join(",")}}`,
+      () => object(depth),
     ])();
   };
 
-  it("agrees on 2,000 generated documents", () => {
+  it("agrees on 2,000 generated documents, and refuses exactly those with a name twice in one object", () => {
+    let refused = 0;
     for (let i = 0; i < 2_000; i++) {
+      duplicated = false;
       const text = value(0);
-      expect(parseJsonLossless(text), text).toStrictEqual(reference(text));
+      if (duplicated) {
+        refused++;
+        expect(() => parseJsonLossless(text), text).toThrow(JsonDuplicateNameError);
+      } else expect(parseJsonLossless(text), text).toStrictEqual(reference(text));
     }
+    expect(refused).toBeGreaterThan(50);
   });
 });

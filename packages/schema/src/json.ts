@@ -37,22 +37,46 @@ export class JsonTooDeepError extends Error {
   }
 }
 
+/**
+ * Valid JSON with an object that has a member name twice: refused rather than read as
+ * `JSON.parse` reads it (the last one wins), since another reader of the same text (a proxy, a
+ * log pipeline, another language's parser) may take the first, and see another value.
+ * I-JSON (RFC 7493 §2.3) forbids such objects; RFC 8259 §4 leaves their meaning to each parser.
+ */
+export class JsonDuplicateNameError extends Error {
+  readonly memberName: string;
+
+  constructor(memberName: string) {
+    const shown = memberName.length > 64 ? `${memberName.slice(0, 64)}…` : memberName;
+    super(`has the member ${JSON.stringify(shown)} more than once`);
+    this.memberName = memberName;
+    this.name = "JsonDuplicateNameError";
+  }
+}
+
 const ONLY_SHORT_INTEGERS = 0;
 const OTHER_NUMBERS = 1;
 const TOO_DEEP = 2;
 
+type Scanned = {
+  kind: typeof ONLY_SHORT_INTEGERS | typeof OTHER_NUMBERS | typeof TOO_DEEP;
+  /** The members of every object in the text: one `:` outside strings each. */
+  members: number;
+};
+
 /**
- * One pass over the text, outside strings: is it nested deeper than MAX_JSON_DEPTH, and is every
- * number literal an integer short enough to be exact as a `number`? Then a plain `JSON.parse`
- * loses nothing, and its numbers can become bigints afterwards. A reviver makes V8 keep every
- * literal's source text, which measured 10 times slower than the plain parse for a `NewPlant`
- * body: this is the hot path of every `POST /plants`.
+ * One pass over the text, outside strings: is it nested deeper than MAX_JSON_DEPTH, is every
+ * number literal an integer short enough to be exact as a `number`, and how many object members
+ * does it hold? Then a plain `JSON.parse` loses nothing, and its numbers can become bigints
+ * afterwards. A reviver makes V8 keep every literal's source text, which measured 10 times slower
+ * than the plain parse for a `NewPlant` body: this is the hot path of every `POST /plants`.
  * The answer only matters for valid JSON; invalid text is refused by `JSON.parse` either way.
  */
-function scan(text: string): typeof ONLY_SHORT_INTEGERS | typeof OTHER_NUMBERS | typeof TOO_DEEP {
+function scan(text: string): Scanned {
   const length = text.length;
   let depth = 0;
   let shortIntegers = true;
+  let members = 0;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
@@ -63,9 +87,11 @@ function scan(text: string): typeof ONLY_SHORT_INTEGERS | typeof OTHER_NUMBERS |
         else if (d === 0x22) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > MAX_JSON_DEPTH) return TOO_DEEP;
+      if (++depth > MAX_JSON_DEPTH) return { kind: TOO_DEEP, members };
     } else if (c === 0x5d || c === 0x7d) {
       depth--;
+    } else if (c === 0x3a) {
+      members++;
     } else if (shortIntegers && (c === 0x2d || (c >= 0x30 && c <= 0x39))) {
       let digits = 0;
       if (c === 0x2d) i++;
@@ -80,53 +106,98 @@ function scan(text: string): typeof ONLY_SHORT_INTEGERS | typeof OTHER_NUMBERS |
       i--;
     }
   }
-  return shortIntegers ? ONLY_SHORT_INTEGERS : OTHER_NUMBERS;
+  return { kind: shortIntegers ? ONLY_SHORT_INTEGERS : OTHER_NUMBERS, members };
 }
 
 /**
- * Turns every number into a bigint, in place; only called when every number literal was a short
- * integer. Iterative, with its own stack, so that it never adds to the call stack whatever the
- * depth it is given.
+ * Counts the members of every object in a parsed tree and, with `toBigInts` (only when every
+ * number literal was a short integer), turns every number into a bigint in place. Fewer members
+ * than the text has means `JSON.parse` folded a name given twice. Iterative, with its own stack,
+ * so that it never adds to the call stack whatever the depth it is given.
  */
-function numbersToBigInts(root: unknown): unknown {
-  if (typeof root === "number") return BigInt(root);
-  if (typeof root !== "object" || root === null) return root;
+function walk(root: unknown, toBigInts: boolean): number {
+  if (typeof root !== "object" || root === null) return 0;
+  let members = 0;
   // JSON.parse builds a tree (no shared or cyclic references), so each container is visited once.
   const pending: object[] = [root];
   for (let container = pending.pop(); container !== undefined; container = pending.pop()) {
     if (Array.isArray(container)) {
       for (let i = 0; i < container.length; i++) {
         const value: unknown = container[i];
-        if (typeof value === "number") container[i] = BigInt(value);
-        else if (typeof value === "object" && value !== null) pending.push(value);
+        if (typeof value === "number") {
+          if (toBigInts) container[i] = BigInt(value);
+        } else if (typeof value === "object" && value !== null) pending.push(value);
       }
       continue;
     }
     const object = container as Record<string, unknown>;
-    for (const key of Object.keys(object)) {
+    const keys = Object.keys(object);
+    members += keys.length;
+    for (const key of keys) {
       const value = object[key];
       // JSON.parse makes an own "__proto__" key for one in the text.
-      if (typeof value === "number") ownDataProperty(object, key, BigInt(value));
-      else if (typeof value === "object" && value !== null) pending.push(value);
+      if (typeof value === "number") {
+        if (toBigInts) ownDataProperty(object, key, BigInt(value));
+      } else if (typeof value === "object" && value !== null) pending.push(value);
     }
   }
-  return root;
+  return members;
+}
+
+/**
+ * The first member name given twice in one object of `text`, which is valid JSON known to have
+ * one. Only run to say which name it is: the count in `scan` and `walk` is what finds that there is one.
+ */
+function firstDuplicateName(text: string): string {
+  // The names seen in each open object; undefined for an open array.
+  const open: Array<Set<string> | undefined> = [];
+  let nameNext = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const start = i;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+      if (!nameNext) continue;
+      nameNext = false;
+      const name = JSON.parse(text.slice(start, i + 1)) as string;
+      const names = open.at(-1)!;
+      if (names.has(name)) return name;
+      names.add(name);
+    } else if (c === 0x7b) {
+      open.push(new Set());
+      nameNext = true;
+    } else if (c === 0x5b) {
+      open.push(undefined);
+    } else if (c === 0x5d || c === 0x7d) {
+      open.pop();
+    } else if (c === 0x2c) {
+      nameNext = open.at(-1) !== undefined;
+    }
+  }
+  throw new Error("no member name is given twice");
 }
 
 /**
  * Parses JSON with every integer literal as an exact `bigint`. Throws a SyntaxError for invalid
- * JSON and a {@link JsonTooDeepError} for valid JSON nested deeper than {@link MAX_JSON_DEPTH}.
+ * JSON, a {@link JsonTooDeepError} for valid JSON nested deeper than {@link MAX_JSON_DEPTH}, and
+ * a {@link JsonDuplicateNameError} for valid JSON with an object that has a member name twice.
  */
 export function parseJsonLossless(text: string): unknown {
-  const found = scan(text);
-  if (found === TOO_DEEP) {
+  const { kind, members } = scan(text);
+  if (kind === TOO_DEEP) {
     // Invalid text is refused as invalid, whatever its depth. JSON.parse without a reviver does not
     // recurse, so this cannot overflow; it only runs for texts already refused.
     JSON.parse(text);
     throw new JsonTooDeepError(MAX_JSON_DEPTH);
   }
-  if (found === ONLY_SHORT_INTEGERS) return numbersToBigInts(JSON.parse(text));
-  return JSON.parse(text, reviveIntegers);
+  const shortIntegers = kind === ONLY_SHORT_INTEGERS;
+  const value: unknown = shortIntegers ? JSON.parse(text) : JSON.parse(text, reviveIntegers);
+  if (walk(value, shortIntegers) !== members) throw new JsonDuplicateNameError(firstDuplicateName(text));
+  return shortIntegers && typeof value === "number" ? BigInt(value) : value;
 }
 
 type JsonWithRaw = typeof JSON & { rawJSON(text: string): unknown };

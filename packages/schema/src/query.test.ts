@@ -42,6 +42,15 @@ describe("query and path parameters speak the catalogue's voice", () => {
     );
   });
 
+  it.each(["-0", "+1", "01", "-01", "00"])("refuses the id %j: one spelling per integer, as for +1 and 01", (id) => {
+    expect(messages(PlantIdPath.safeParse({ id }))).toEqual(["must be a decimal integer (int64)"]);
+    expect(ListPlantsQuery.safeParse({ after: id }).success).toBe(false);
+  });
+
+  it.each(["0", "-1", "10", "-9223372036854775808"])("reads the id %j", (id) => {
+    expect(PlantIdPath.parse({ id })).toEqual({ id: BigInt(id) });
+  });
+
   it("says limit's range, once, for a limit beyond 2^53", () => {
     expect(messages(ListPlantsQuery.safeParse({ limit: "99999999999999999999999" }))).toEqual([
       "must be an integer from 1 to 1000",

@@ -8,7 +8,8 @@ import { NEW_PLANT_EXAMPLE, NewPlant, PlantTag } from "./plant.ts";
 export const LIST_LIMIT_DEFAULT = 100;
 export const LIST_LIMIT_MAX = 1000;
 
-const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+// One spelling per integer: no sign on zero (`-0`), as no `+` and no leading zeros.
+const INTEGER_TEXT = /^(?:0|-?[1-9]\d*)$/;
 
 /**
  * One value of a path or query parameter: present, and not repeated (a repeated one is an array).
@@ -25,7 +26,7 @@ const QueryValue = z.string({
 
 /**
  * An int64 written in a path or query string. Only plain decimal integers: no `+`, no leading
- * zeros, no spaces, no exponent; the range is checked exactly on the bigint.
+ * zeros, no `-0`, no spaces, no exponent; the range is checked exactly on the bigint.
  */
 export const Int64Text = QueryValue.regex(INTEGER_TEXT, { error: "must be a decimal integer (int64)" })
   .transform((text) => BigInt(text))

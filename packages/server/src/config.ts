@@ -165,7 +165,7 @@ export const SETTINGS = {
       env: "PLANTSTORE_JWT_CLOCK_SKEW_S",
       type: int(0, 300),
       default: "30",
-      help: "Seconds of clock skew allowed on `exp` and `nbf` (0–300).",
+      help: "Seconds of clock skew allowed on `exp`, `nbf` and `iat` (0–300).",
     }),
     cooldownMs: setting({
       env: "PLANTSTORE_JWKS_COOLDOWN_MS",

@@ -87,6 +87,20 @@ export const RATE_LIMIT_HEADERS: Readonly<Record<string, HeaderDoc>> = {
 };
 
 /**
+ * `Cache-Control` of every answer to a request on an operation that takes a token, errors
+ * included (http/authenticate.ts sets it): the answer depends on the token.
+ */
+export const AUTHORIZED_CACHE_CONTROL = "private, no-cache";
+
+/** The document's word for it, on the answers a cache could otherwise keep. */
+export const AUTHORIZED_CACHE_HEADERS: Readonly<Record<string, HeaderDoc>> = {
+  "Cache-Control": header(
+    `\`${AUTHORIZED_CACHE_CONTROL}\`: the answer depends on the bearer token, so only the caller's own cache may ` +
+      "keep it, and it must revalidate it before each reuse.",
+  ),
+};
+
+/**
  * An int64 query or path parameter, as the document states it. A JSON number example: the document
  * is written with plain `JSON.stringify` (exact for safe integers only).
  */

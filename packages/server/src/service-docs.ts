@@ -1,6 +1,6 @@
 import type { ErrorCodeName } from "@plantstore/schema";
 
-import { header, type HeaderDoc, RATE_LIMIT_HEADERS } from "./operation-docs.ts";
+import { AUTHORIZED_CACHE_HEADERS, header, type HeaderDoc, RATE_LIMIT_HEADERS } from "./operation-docs.ts";
 
 type Json = Record<string, unknown>;
 
@@ -24,7 +24,9 @@ export const SERVICE_DESCRIPTION =
   "(an interactive reference: authorize with a token and try requests), `/healthz`, `/readyz` and, when enabled, " +
   "`/metrics`. Any other path answers 404 with `error` 40400 (paths match exactly and case-sensitively); a path " +
   "with a method it does not answer, 405 with `error` 40500 and an `Allow` header naming the methods it does, " +
-  "`HEAD` wherever `GET` is (listed beside each `GET`). Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
+  "`HEAD` wherever `GET` is (listed beside each `GET`). `OPTIONS` on any of these paths answers 204 with `Allow` (and, where `PATCH` is, " +
+  "`Accept-Patch`), and `OPTIONS *` 204 with every method the server answers; neither needs a token. " +
+  "Every operation may also answer 408, 414 or 431 (shared under `components.responses`) " +
   "and 400 for a request that is not valid HTTP.";
 
 /**
@@ -90,7 +92,7 @@ export const ERROR_STATUS_SUMMARIES: Readonly<Record<number, string>> = {
   409: "A different plant is already stored under this id",
   412:
     "A precondition failed: the plant changed since the ETag sent in `If-Match` (or no plant has this id), or " +
-    "`If-None-Match: *` found one stored. Nothing was changed; the `ETag` header is the plant's current tag.",
+    "`If-None-Match` matched it (`*`: any stored plant). Nothing was changed; the `ETag` header is the plant's current tag.",
   413: "The body is larger than the configured limit",
   415:
     "The body is not in the media type the operation reads (`application/json`; `PATCH`: `application/merge-patch+json`), " +
@@ -113,11 +115,13 @@ export const ERROR_STATUS_HEADERS: Readonly<Record<number, Readonly<Record<strin
     "WWW-Authenticate": header(
       'RFC 6750 challenge: `Bearer realm="plantstore"` without a token; `Bearer realm="plantstore", error="invalid_token"` for an unknown, malformed, expired or revoked one.',
     ),
+    ...AUTHORIZED_CACHE_HEADERS,
   },
   403: {
     "WWW-Authenticate": header(
       'RFC 6750 challenge naming the missing scope: `Bearer realm="plantstore", error="insufficient_scope", scope="plants:write"`.',
     ),
+    ...AUTHORIZED_CACHE_HEADERS,
   },
   415: {
     "Accept-Encoding": header(

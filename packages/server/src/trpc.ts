@@ -1,8 +1,8 @@
 import { initTRPC } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
 
-import { insufficientScopeChallenge } from "./auth/challenge.ts";
 import type { Principal, Scope } from "./auth/principal.ts";
+import { insufficientScope } from "./auth/scopes.ts";
 import { ApiError, toTRPCError } from "./errors.ts";
 import type { OperationDocs } from "./operation-docs.ts";
 import type { Preconditions } from "./preconditions.ts";
@@ -34,20 +34,17 @@ const t = initTRPC.meta<Meta>().context<Context>().create();
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Narrows ctx to an authenticated principal and enforces the procedure's `meta.scopes`. */
+/**
+ * Narrows ctx to an authenticated principal and enforces the procedure's `meta.scopes`. The HTTP
+ * adapter checks the scopes already, before it reads a body; this check is for callers in process.
+ */
 export const protectedProcedure = t.procedure.use(({ ctx, meta, next }) => {
   const principal = ctx.principal;
   if (principal === null) {
     throw toTRPCError(new ApiError("MISSING_TOKEN", "a bearer token is required"));
   }
-  const missing = (meta?.scopes ?? []).filter((scope) => !principal.scopes.includes(scope));
-  if (missing.length > 0) {
-    throw toTRPCError(
-      new ApiError("INSUFFICIENT_SCOPE", `this operation needs the scope ${missing.join(" ")}`, {
-        headers: { "WWW-Authenticate": insufficientScopeChallenge(missing) },
-      }),
-    );
-  }
+  const refused = insufficientScope(principal, meta?.scopes ?? []);
+  if (refused !== undefined) throw toTRPCError(refused);
   // Only what changes: tRPC merges it over the current ctx itself (spreading ctx here too would copy it twice).
   return next({ ctx: { principal } });
 });

@@ -1,3 +1,4 @@
+import { JsonDuplicateNameError, parseJsonLossless } from "@plantstore/schema";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
@@ -27,7 +28,7 @@ export type JwtOptions = {
    * is fetched again after this long, so a key the provider withdraws stops working.
    */
   keys: { jwksUrl: string; cooldownMs: number; maxAgeMs: number } | { secret: string };
-  /** Allowance for clocks that disagree, applied to `exp` and `nbf`, in seconds. */
+  /** Allowance for clocks that disagree, applied to `exp`, `nbf` and `iat`, in seconds. */
   clockSkewSec: number;
 };
 
@@ -88,6 +89,23 @@ function scopesOf(payload: JWTPayload): string[] {
   return [...scopes];
 }
 
+/**
+ * Whether the token's header or claims name a member twice. jose reads them with `JSON.parse`, so
+ * the last one wins, while another verifier of the same token (a gateway, an audit log) may take
+ * the first: such a token says two things, and is not valid here.
+ */
+function namesAMemberTwice(token: string): boolean {
+  const [header = "", payload = ""] = token.split(".");
+  for (const part of [header, payload]) {
+    try {
+      parseJsonLossless(Buffer.from(part, "base64url").toString("utf8"));
+    } catch (error) {
+      if (error instanceof JsonDuplicateNameError) return true;
+    }
+  }
+  return false;
+}
+
 /** A failure to *get* the keys (the identity provider is unreachable), as opposed to a bad token. */
 function isKeySourceFailure(error: unknown): boolean {
   if (!(error instanceof errors.JOSEError)) return true;
@@ -97,7 +115,9 @@ function isKeySourceFailure(error: unknown): boolean {
 /**
  * Bearer JWTs from an identity provider, verified with `jose`: signature, `iss`, `aud`, `exp`,
  * `nbf` (with the clock-skew allowance) and the algorithm allow-list; `exp` and `sub` are
- * required, of the types and ranges PrincipalClaims allows. With a JWKS URL, keys are fetched on
+ * required, of the types and ranges PrincipalClaims allows; an `iat` may not be in the future
+ * (beyond the allowance, which jose checks only with a maximum token age), and neither the
+ * header nor the claims may name a member twice. With a JWKS URL, keys are fetched on
  * first use, cached, and fetched again when a token names an unknown `kid` (at most once per
  * cool-down), so key rotation needs no restart; and at least every `maxAgeMs`, so a withdrawn key
  * — the way to revoke JWTs — stops working. If the set cannot be fetched then, requests with JWTs
@@ -259,6 +279,10 @@ export function createJwtAuthenticator(options: JwtOptions, clock: Clock = syste
     }
     const claims = PrincipalClaims.safeParse(payload);
     if (!claims.success) return undefined;
+    // jose has checked that an `iat` is a number.
+    if (typeof payload.iat === "number" && payload.iat > Math.floor(now / 1000) + options.clockSkewSec)
+      return undefined;
+    if (namesAMemberTwice(token)) return undefined;
     const { sub, exp } = claims.data;
     const expiresAt = exp * 1000;
     const name =

@@ -5,6 +5,7 @@ import Koa from "koa";
 import type { Logger } from "pino";
 
 import type { Authenticator } from "../auth/principal.ts";
+import { insufficientScope } from "../auth/scopes.ts";
 import { ApiError, toApiError } from "../errors.ts";
 import { LogThrottle } from "../log-throttle.ts";
 import type { Metrics } from "../metrics.ts";
@@ -26,6 +27,7 @@ import { assertIdentityEncoding, assertMediaType, readJsonObject } from "./read-
 import { requestContext, type RequestState } from "./request-context.ts";
 import { type RouteMatch, RouteTable } from "./routes.ts";
 import { JSON_CONTENT_TYPE, sendError } from "./send-error.ts";
+import { strictQuery } from "./strict-query.ts";
 import { closeWhenBodyUnread } from "./unread-body.ts";
 import { webAppPaths } from "./web-app.ts";
 
@@ -106,6 +108,12 @@ export function createApp(options: AppOptions): Koa {
 
   const throttle = options.logThrottle ?? new LogThrottle();
   app.use(requestContext(logger, metrics, throttle));
+  // On every answer, errors included: a browser must take each body as the type it is sent as, never
+  // sniff an Error body or a JSON answer into something it would render or run.
+  app.use((ctx, next) => {
+    ctx.set("X-Content-Type-Options", "nosniff");
+    return next();
+  });
   app.use(closeWhenBodyUnread());
   // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
   app.use((ctx, next) => {
@@ -124,6 +132,21 @@ export function createApp(options: AppOptions): Koa {
       });
     }
     return matched;
+  };
+
+  /** `OPTIONS *` and `OPTIONS <path>` (RFC 9110 §9.3.7): 204 with `Allow`, and `Accept-Patch` where PATCH is. */
+  const answerOptions = (ctx: Koa.Context, state: RequestState): void => {
+    if (ctx.url === "*") {
+      state.route = "*";
+      ctx.set("Allow", routes.methods().join(", "));
+    } else {
+      const resource = routes.options(ctx.path);
+      if (resource === undefined) throw new ApiError("NOT_FOUND", `no operation at ${ctx.path}`);
+      state.route = resource.template;
+      ctx.set("Allow", resource.allow.join(", "));
+      if (resource.acceptPatch !== undefined) ctx.set("Accept-Patch", resource.acceptPatch);
+    }
+    ctx.status = 204;
   };
 
   const corsOrigins = options.corsOrigins ?? [];
@@ -207,8 +230,14 @@ export function createApp(options: AppOptions): Koa {
   });
 
   app.use(async (ctx) => {
-    const matched = matchOrThrow(ctx.method, ctx.path);
     const state = ctx.state as RequestState;
+    // A CORS preflight goes on as before (above, or 405 when no origin is allowed); any other
+    // OPTIONS asks what the resource, or with `*` the server, can do: no token, no body.
+    if (ctx.method === "OPTIONS" && ctx.get("access-control-request-method") === "") {
+      answerOptions(ctx, state);
+      return;
+    }
+    const matched = matchOrThrow(ctx.method, ctx.path);
     if ("plain" in matched) {
       state.route = matched.plain.path;
       await matched.plain.handler(ctx);
@@ -217,8 +246,13 @@ export function createApp(options: AppOptions): Koa {
     const { route, params } = matched;
     state.route = route.template;
 
-    // Authentication comes before the body is read, so unauthenticated callers learn nothing about validation.
+    // The token and its scope come before the body is read: a caller that may not make this
+    // request learns nothing about validation, and is not invited to send a body (no 100 Continue).
     const principal = route.protect ? await authenticateRequest(ctx, authenticator, rateLimits, clientAddress) : null;
+    if (principal !== null) {
+      const refused = insufficientScope(principal, route.scopes);
+      if (refused !== undefined) throw refused;
+    }
 
     const fromUrl = route.method === "GET" || route.method === "DELETE";
     let input: Record<string, unknown>;
@@ -226,7 +260,7 @@ export function createApp(options: AppOptions): Koa {
       // Query values stay strings (repeated ones become arrays and are refused); the schemas parse them strictly.
       // Without a query string there is nothing to parse: Koa's parser builds a URLSearchParams even
       // for none, ~1 µs of a read by id (bench/README.md).
-      input = ctx.querystring === "" ? params : { ...ctx.query, ...params };
+      input = ctx.querystring === "" ? params : { ...strictQuery(ctx), ...params };
     } else {
       assertMediaType(ctx.get("content-type") || undefined, route.mediaType);
       assertIdentityEncoding(ctx.get("content-encoding") || undefined);

@@ -4,6 +4,7 @@ import { readBearer } from "../auth/bearer.ts";
 import { INVALID_TOKEN_CHALLENGE, REALM_CHALLENGE } from "../auth/challenge.ts";
 import type { Authenticator, Principal } from "../auth/principal.ts";
 import { ApiError } from "../errors.ts";
+import { AUTHORIZED_CACHE_CONTROL } from "../operation-docs.ts";
 import type { AddressBlock, RateLimits } from "../rate-limit/rate-limits.ts";
 import type { ClientAddress } from "./client-address.ts";
 import { connectionTokenDigest } from "./connection-token-digest.ts";
@@ -17,7 +18,7 @@ const tooManyRequests = (headers: Record<string, string>) =>
  * token is over its request limit, or when it is not valid and the client address is over its
  * failed-authentication limit. A valid token is served whatever its address did: behind a shared
  * NAT one guesser must not lock every honest caller out. The RateLimit fields of the per-token
- * limit are set on the response either way.
+ * limit are set on the response either way, and so is `Cache-Control: private, no-cache`.
  */
 export async function authenticateRequest(
   ctx: Koa.Context,
@@ -25,6 +26,9 @@ export async function authenticateRequest(
   limits: RateLimits | undefined,
   clientAddress: ClientAddress,
 ): Promise<Principal> {
+  // Whatever comes of it, the answer depends on the token: a cache may keep it only for this
+  // client and must ask again before reusing it (an operation may say more, as /whoami does).
+  ctx.set("Cache-Control", AUTHORIZED_CACHE_CONTROL);
   const bearer = readBearer(ctx.get("authorization") || undefined);
   if (bearer.kind === "missing") {
     throw new ApiError("MISSING_TOKEN", "a bearer token is required", {

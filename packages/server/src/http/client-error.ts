@@ -52,6 +52,7 @@ export function rawErrorResponse(apiError: ApiError, headers: Record<string, str
   return (
     `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status] ?? "Error"}\r\n` +
     "Content-Type: application/json; charset=utf-8\r\n" +
+    "X-Content-Type-Options: nosniff\r\n" +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     extra +
     "Connection: close\r\n\r\n" +

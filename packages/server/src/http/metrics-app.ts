@@ -18,6 +18,8 @@ export function createMetricsApp(metrics: Metrics, logger: Logger): Koa {
   const app = new Koa();
   logAppErrors(app, logger);
   app.use(async (ctx) => {
+    // As on the main port: every answer is taken as the type it is sent as.
+    ctx.set("X-Content-Type-Options", "nosniff");
     try {
       const plain = paths.get(ctx.path);
       if (plain === undefined || !plain.methods.includes(ctx.method)) {

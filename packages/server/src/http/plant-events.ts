@@ -11,6 +11,7 @@ import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { PlainPath } from "./plain-paths.ts";
 import { HEARTBEAT_FRAME, positionFrame, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
+import { strictQuery } from "./strict-query.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 
@@ -97,8 +98,9 @@ export class EventStreams {
     }
     // The header wins over the query: it is what a reconnecting EventSource sends by itself.
     const fromHeader = parsePosition("Last-Event-ID", ctx.get("last-event-id") || undefined);
-    const fromQuery = parsePosition("after", ctx.query["after"]);
-    const tagText = ctx.query["tag"];
+    const query = strictQuery(ctx);
+    const fromQuery = parsePosition("after", query["after"]);
+    const tagText = query["tag"];
     let tag: string | undefined;
     if (tagText !== undefined) {
       const parsed = PlantTag.safeParse(Array.isArray(tagText) ? undefined : tagText);

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 
-import { JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
+import { JsonDuplicateNameError, JsonTooDeepError, parseJsonLossless } from "@plantstore/schema";
 import { parse as parseContentType } from "content-type";
 import getRawBody from "raw-body";
 
@@ -125,6 +125,9 @@ export async function readJsonObject(
   } catch (error) {
     // Valid JSON, so not MALFORMED_JSON: a limit of ours, like a field out of range.
     if (error instanceof JsonTooDeepError) throw new ApiError("VALIDATION_FAILED", `the body is ${error.message}`);
+    // Valid JSON too (RFC 8259 leaves a repeated name to each parser), refused so that no reader of
+    // the same body, a proxy that takes the first value, sees another request than ours.
+    if (error instanceof JsonDuplicateNameError) throw new ApiError("VALIDATION_FAILED", `the body ${error.message}`);
     throw new ApiError("MALFORMED_JSON", "the body is not valid JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

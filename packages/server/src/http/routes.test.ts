@@ -49,6 +49,26 @@ describe("RouteTable", () => {
     expect(table.match("PUT", "/plants")).toEqual({ allow: ["GET", "HEAD", "POST"] });
   });
 
+  it("says what OPTIONS answers: a path's methods with OPTIONS, its PATCH's media type; every method for *", () => {
+    expect(table.options("/plants/42")).toEqual({
+      template: "/plants/{id}",
+      allow: ["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "PUT"],
+      acceptPatch: "application/merge-patch+json",
+    });
+    expect(table.options("/plants")).toEqual({
+      template: "/plants",
+      allow: ["GET", "HEAD", "OPTIONS", "POST"],
+      acceptPatch: undefined,
+    });
+    expect(table.options("/plants/events")).toEqual({
+      template: "/plants/events",
+      allow: ["GET", "HEAD", "OPTIONS"],
+      acceptPatch: undefined,
+    });
+    expect(table.options("/plants/42/leaves")).toBeUndefined();
+    expect(table.methods()).toEqual(["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"]);
+  });
+
   it("puts a plain path before the templates: /plants/events is the feed, not a plant", () => {
     expect(named(table.match("GET", "/plants/events"))).toEqual({ plain: "/plants/events" });
     expect(table.match("DELETE", "/plants/events")).toEqual({ allow: ["GET", "HEAD"] });

@@ -6,6 +6,7 @@ import {
   type OpenApiProcedureRecord,
 } from "trpc-to-openapi";
 
+import type { Scope } from "../auth/principal.ts";
 import type { Meta } from "../trpc.ts";
 import type { PlainPath } from "./plain-paths.ts";
 
@@ -20,6 +21,8 @@ export type ProcedureRoute = {
   procedure: AnyProcedure;
   type: "query" | "mutation";
   protect: boolean;
+  /** The scopes its token must hold (`meta.scopes`), checked before the body is read. */
+  scopes: readonly Scope[];
   /** The one media type the body is read in (`meta.requestMediaType`). */
   mediaType: string;
 };
@@ -90,6 +93,7 @@ export class RouteTable {
         procedure: procedure as AnyProcedure,
         type,
         protect: meta.openapi.protect !== false,
+        scopes: meta.scopes ?? [],
         mediaType: meta.requestMediaType ?? "application/json",
       });
     });
@@ -113,6 +117,32 @@ export class RouteTable {
     for (const route of this.#routes) if (paramsOf(route.segments, parts) !== undefined) allow.add(route.method);
     if (allow.size === 0) return undefined;
     return { allow: withHead(allow) };
+  }
+
+  /**
+   * What `OPTIONS` on `path` answers (RFC 9110 §9.3.7): its template (the route label), the methods
+   * it allows, OPTIONS among them, and the patch format its PATCH reads (`Accept-Patch`, RFC 5789
+   * §3.1); undefined where no resource is.
+   */
+  options(path: string): { template: string; allow: string[]; acceptPatch: string | undefined } | undefined {
+    const plain = this.#plain.get(path);
+    if (plain !== undefined)
+      return { template: plain.path, allow: withHead([...plain.methods, "OPTIONS"]), acceptPatch: undefined };
+    const parts = path.split("/");
+    const here = this.#routes.filter((route) => paramsOf(route.segments, parts) !== undefined);
+    if (here.length === 0) return undefined;
+    return {
+      template: here[0]!.template,
+      allow: withHead([...here.map((route) => route.method), "OPTIONS"]),
+      acceptPatch: here.find((route) => route.method === "PATCH")?.mediaType,
+    };
+  }
+
+  /** Every method some path answers, OPTIONS included: what `OPTIONS *` lists. */
+  methods(): string[] {
+    const all = [...this.#routes.map((route) => route.method), "OPTIONS"];
+    for (const plain of this.#plain.values()) all.push(...plain.methods);
+    return withHead(all);
   }
 }
 

@@ -3,6 +3,7 @@ import { NEW_PLANT_EXAMPLE, NewPlant, Plant, PlantIdPath, PlantPatch } from "@pl
 import { ApiError, toTRPCError } from "../errors.ts";
 import {
   AUTH_ERRORS,
+  AUTHORIZED_CACHE_HEADERS,
   header,
   type HeaderDoc,
   int64Parameter,
@@ -10,7 +11,7 @@ import {
   REQUEST_ERRORS,
   SERVER_ERRORS,
 } from "../operation-docs.ts";
-import { ifNoneMatchMatches } from "../preconditions.ts";
+import { ifNoneMatchMatches, type Preconditions } from "../preconditions.ts";
 import type { PreconditionFailed, WriteOutcome } from "../storage/plant-store.ts";
 import type { Context } from "../trpc.ts";
 import { protectedProcedure } from "../trpc.ts";
@@ -54,9 +55,16 @@ const GENERATED_CLIENT_PATCHES = [
 export const EVALUATION_ORDER =
   "Evaluation order (RFC 9110 §13.2): the token and its scope (401, 403), then the request itself " +
   "(400, 415), then whether the plant exists (404, whatever the preconditions say; a `PUT` with `If-Match` " +
-  "on a free id is 412, as a `PUT` could create it), then whether a precondition is required (428), then the " +
-  "preconditions (412, or 304 for a read), and only then the change, which is checked and written in one " +
-  "atomic step, across instances on one PostgreSQL too.";
+  "on a free id is 412, as a `PUT` could create it), then the preconditions in RFC 9110 §13.2.2's order, " +
+  "`If-Match` (strong comparison) before `If-None-Match` (weak comparison; `*` matches any stored plant), each " +
+  "evaluated on every method (412, or 304 for a read), then whether the precondition a change needs was sent " +
+  "(428), and only then the change, which is checked and written in one atomic step, across instances on one " +
+  "PostgreSQL too.";
+
+/** How a change treats `If-None-Match`, for the descriptions of PATCH and PUT. */
+const IF_NONE_MATCH_ON_WRITES =
+  "An `If-None-Match` is evaluated too: when it matches the plant's current tag, or is `*` and the plant is " +
+  "stored, the answer is 412 and nothing changes.";
 
 // Examples that follow the document's order: create the example plant, read it, patch its tag
 // (If-Match: the tag of the plant as created), replace it with the created plant again (If-Match:
@@ -87,32 +95,53 @@ const ID_PARAMETER = { id: int64Parameter("Identification number of the plant", 
 
 const notFound = (id: bigint) => toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${id} is stored`));
 
-/** The 412 of a refused condition, carrying the current tag so the caller can re-read and retry. */
+/** An If-Match or If-None-Match as sent, for messages. */
+const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
+
+/**
+ * The 412 of a refused condition, carrying the current tag so the caller can re-read and retry.
+ * Its message names the header that failed, If-Match first as RFC 9110 §13.2.2 evaluates it.
+ */
 export async function preconditionFailed(
   ctx: Context,
   id: bigint,
   refused: PreconditionFailed,
-  sent: string,
+  preconditions: Preconditions,
 ): Promise<never> {
   const { current } = refused;
+  const { ifMatch, ifNoneMatch } = preconditions;
   if (current === undefined) {
+    // Only If-Match can fail where no plant is stored.
+    const sent = `If-Match: ${show(ifMatch ?? "*")}`;
     throw toTRPCError(new ApiError("PRECONDITION_FAILED", `no plant with id ${id} is stored, so ${sent} fails`));
   }
   const etag = await ctx.store.etag(current);
-  const message =
-    sent === "If-None-Match: *"
-      ? `a plant with id ${id} is already stored (ETag ${etag}), so ${sent} fails`
-      : `the plant with id ${id} is now ETag ${etag}, which ${sent} does not name`;
+  let message: string;
+  if (ifMatch !== undefined && ifMatch !== "*" && !ifMatch.includes(etag))
+    message = `the plant with id ${id} is now ETag ${etag}, which If-Match: ${show(ifMatch)} does not name`;
+  else if (ifNoneMatch === "*")
+    message = `a plant with id ${id} is already stored (ETag ${etag}), so If-None-Match: * fails`;
+  else message = `the plant with id ${id} is ETag ${etag}, which If-None-Match: ${show(ifNoneMatch ?? [])} names`;
   throw toTRPCError(new ApiError("PRECONDITION_FAILED", message, { headers: { ETag: etag } }));
 }
 
-/** An If-Match as sent, for messages. */
-export const show = (value: "*" | readonly string[]): string => (value === "*" ? "*" : value.join(", "));
+/**
+ * For a change sent without the precondition it needs: an `If-None-Match` is still evaluated
+ * (RFC 9110 §13.1.2), so a matching one is 412 before the 428. Only a read: nothing is written.
+ */
+async function evaluateIfNoneMatchAlone(ctx: Context, id: bigint, stored?: NewPlant): Promise<void> {
+  const { ifNoneMatch } = ctx.preconditions;
+  if (ifNoneMatch === undefined) return;
+  const current = stored ?? (await ctx.store.get(id));
+  if (current !== undefined && ifNoneMatchMatches(ifNoneMatch, await ctx.store.etag(current))) {
+    await preconditionFailed(ctx, id, { outcome: "precondition_failed", current }, ctx.preconditions);
+  }
+}
 
 /** The answer to a write: the plant as stored, with its tag; 201 when it was created. */
-async function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: string): Promise<NewPlant> {
+async function written(ctx: Context, id: bigint, outcome: WriteOutcome): Promise<NewPlant> {
   if (outcome.outcome === "not_found") throw notFound(id);
-  if (outcome.outcome === "precondition_failed") return preconditionFailed(ctx, id, outcome, sent);
+  if (outcome.outcome === "precondition_failed") return preconditionFailed(ctx, id, outcome, ctx.preconditions);
   ctx.responseHeaders.set("ETag", await ctx.store.etag(outcome.plant));
   if (outcome.created) {
     ctx.response.status = 201;
@@ -120,14 +149,6 @@ async function written(ctx: Context, id: bigint, outcome: WriteOutcome, sent: st
   }
   return outcome.plant;
 }
-
-const noIfNoneMatch = (ctx: Context, method: string) => {
-  if (ctx.preconditions.ifNoneMatch !== undefined) {
-    throw toTRPCError(
-      new ApiError("BAD_REQUEST", `${method} does not take If-None-Match here; send If-Match with the plant's ETag`),
-    );
-  }
-};
 
 const PLANT_ERRORS = ["INVALID_PARAMETER", ...AUTH_ERRORS, "PLANT_NOT_FOUND"] as const;
 const BODY_ERRORS = [
@@ -175,11 +196,11 @@ export const plantByIdRouter = {
           false,
         ),
       ],
-      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+      successHeaders: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS, ...AUTHORIZED_CACHE_HEADERS },
       otherSuccesses: {
         "304": {
           description: "Not modified: `If-None-Match` matched the plant's current tag; no body",
-          headers: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS },
+          headers: { ETag: ETAG_HEADER, ...RATE_LIMIT_HEADERS, ...AUTHORIZED_CACHE_HEADERS },
         },
       },
       errorHeaders: { 412: CURRENT_ETAG },
@@ -192,12 +213,7 @@ export const plantByIdRouter = {
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
       const etag = await ctx.store.etag(plant);
       if (ifMatch !== undefined && ifMatch !== "*" && !ifMatch.includes(etag)) {
-        await preconditionFailed(
-          ctx,
-          input.id,
-          { outcome: "precondition_failed", current: plant },
-          `If-Match: ${show(ifMatch)}`,
-        );
+        await preconditionFailed(ctx, input.id, { outcome: "precondition_failed", current: plant }, ctx.preconditions);
       }
       ctx.responseHeaders.set("ETag", etag);
       // The plant is still the output, for callers in process; the adapter sends a 304 without it.
@@ -220,6 +236,9 @@ export const plantByIdRouter = {
           "current `ETag` is required (428 without), so no change is made over one the client has not seen: a stale tag " +
           "is 412 with the current `ETag`; read the plant again and retry. Needs `plants:read` as well as " +
           "`plants:write`: the answer is the whole plant, fields the patch did not send included. " +
+          IF_NONE_MATCH_ON_WRITES +
+          " It does not stand in for `If-Match`: one that does not match still leaves the change needing `If-Match` " +
+          "(428). " +
           EVALUATION_ORDER +
           "\n\nA body sent as `application/json` is 415 (with `Accept-Patch`): a merge patch has its own media type " +
           "(RFC 7396), so a plain JSON body is never taken for one. Clients generated from this document send it so:\n\n" +
@@ -268,11 +287,12 @@ export const plantByIdRouter = {
     .output(NewPlant)
     .mutation(async ({ ctx, input }) => {
       const { id, ...change } = input;
-      noIfNoneMatch(ctx, "PATCH");
-      const { ifMatch } = ctx.preconditions;
+      const { ifMatch, ifNoneMatch } = ctx.preconditions;
       if (ifMatch === undefined) {
         // 404 before 428 (RFC 9110 §13.2.1): a caller learns the plant is gone before being asked for its tag.
-        if ((await ctx.store.get(id)) === undefined) throw notFound(id);
+        const stored = await ctx.store.get(id);
+        if (stored === undefined) throw notFound(id);
+        await evaluateIfNoneMatchAlone(ctx, id, stored);
         throw toTRPCError(
           new ApiError(
             "PRECONDITION_REQUIRED",
@@ -280,10 +300,10 @@ export const plantByIdRouter = {
           ),
         );
       }
-      const outcome = await ctx.store.update(id, change, ifMatch);
+      const outcome = await ctx.store.update(id, change, ifMatch, ifNoneMatch);
       // A plant deleted since the tag was read is gone whatever the tag says: 404 before 412.
       if (outcome.outcome === "precondition_failed" && outcome.current === undefined) throw notFound(id);
-      return written(ctx, id, outcome, `If-Match: ${show(ifMatch)}`);
+      return written(ctx, id, outcome);
     }),
 
   replace: protectedProcedure
@@ -299,9 +319,14 @@ export const plantByIdRouter = {
           "Stores the body as the plant with this id. With `If-Match` (the plant's current `ETag`, or `*`), replaces the " +
           "stored plant (200; 412 when the tag is stale or no plant has this id). With `If-None-Match: *`, creates the " +
           "plant only if the id is free (201 with `Location` and `ETag`; 412 with the stored plant's `ETag` when it is " +
-          "taken). Without either, 428: a replacement must say which plant it replaces. With `plants:write` alone, a " +
-          "token learns no content it did not send: the answer is the plant as sent, and a 412 carries only the opaque " +
-          "`ETag`, which tells that the id is taken (as `POST /plants` would) and which revision is stored. " +
+          "taken). Without either, 428: a replacement must say which plant it replaces. Both at once are evaluated " +
+          "like any other pair, `If-Match` first, so they always answer 412 (a plant cannot be both stored and " +
+          "absent). " +
+          IF_NONE_MATCH_ON_WRITES +
+          " Naming tags, it stands in for neither: one that does not match still leaves the request needing `If-Match` " +
+          "(428). With `plants:write` alone, a token learns no content it did not send: the answer is the plant as " +
+          "sent, and a 412 carries only the opaque `ETag`, which tells that the id is taken (as `POST /plants` would) " +
+          "and which revision is stored. " +
           EVALUATION_ORDER,
         successDescription: "The plant as replaced",
       },
@@ -356,28 +381,16 @@ export const plantByIdRouter = {
     .output(NewPlant)
     .mutation(async ({ ctx, input }) => {
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
-      if (ifMatch !== undefined && ifNoneMatch !== undefined) {
-        throw toTRPCError(
-          new ApiError("BAD_REQUEST", "PUT takes If-Match (replace) or If-None-Match: * (create), not both"),
-        );
-      }
-      if (ifNoneMatch !== undefined && ifNoneMatch !== "*") {
-        throw toTRPCError(
-          new ApiError("BAD_REQUEST", "PUT takes If-None-Match: * only (create if free); to replace, send If-Match"),
-        );
-      }
-      if (ifMatch === undefined && ifNoneMatch === undefined) {
-        throw toTRPCError(
-          new ApiError(
-            "PRECONDITION_REQUIRED",
-            "PUT needs If-Match with the plant's current ETag to replace it, or If-None-Match: * to create it",
-          ),
-        );
-      }
       const plant: NewPlant = input.tag === undefined ? { id: input.id, name: input.name } : input;
-      if (ifMatch !== undefined) {
-        return written(ctx, input.id, await ctx.store.replace(plant, { ifMatch }), `If-Match: ${show(ifMatch)}`);
-      }
-      return written(ctx, input.id, await ctx.store.replace(plant, { ifNoneMatch: "*" }), "If-None-Match: *");
+      if (ifMatch !== undefined)
+        return written(ctx, input.id, await ctx.store.replace(plant, { ifMatch, ifNoneMatch }));
+      if (ifNoneMatch === "*") return written(ctx, input.id, await ctx.store.replace(plant, { ifNoneMatch }));
+      await evaluateIfNoneMatchAlone(ctx, input.id);
+      throw toTRPCError(
+        new ApiError(
+          "PRECONDITION_REQUIRED",
+          "PUT needs If-Match with the plant's current ETag to replace it, or If-None-Match: * to create it",
+        ),
+      );
     }),
 };

@@ -15,6 +15,7 @@ import { z } from "zod";
 import { ApiError, toTRPCError } from "../errors.ts";
 import {
   AUTH_ERRORS,
+  AUTHORIZED_CACHE_HEADERS,
   header,
   int64Parameter,
   RATE_LIMIT_HEADERS,
@@ -29,7 +30,6 @@ import {
   ifMatchParameter,
   plantByIdRouter,
   preconditionFailed,
-  show,
 } from "./plant-by-id.ts";
 
 /**
@@ -178,6 +178,7 @@ export const plantsRouter = {
           schema: { type: "string" },
         },
         ...RATE_LIMIT_HEADERS,
+        ...AUTHORIZED_CACHE_HEADERS,
       },
       documentedOutput: PlantList,
     })
@@ -208,8 +209,10 @@ export const plantsRouter = {
         description:
           "Deletes the plant with this id; the id is free for a new plant afterwards. With `If-Match`, only if the plant " +
           "is still as read (its current `ETag`, or `*`): a stale tag is 412 with the current `ETag`, and the plant stays. " +
-          "A 404 or a 412 tells whether a plant has this id, which any writer learns by design (creating tells it too); " +
-          "the `ETag` is opaque and tells nothing of the plant's content. " +
+          "With `If-None-Match`, only if it names none of the plant's tags (weak comparison): a match is 412 likewise, and " +
+          "`If-None-Match: *` is always 412 for a stored plant. Neither is required. A 404 or a 412 tells whether a plant " +
+          "has this id, which any writer learns by design (creating tells it too); the `ETag` is opaque and tells nothing " +
+          "of the plant's content. " +
           EVALUATION_ORDER,
         successDescription: "Deleted",
       },
@@ -240,14 +243,10 @@ export const plantsRouter = {
     .output(z.void())
     .mutation(async ({ ctx, input }) => {
       const { ifMatch, ifNoneMatch } = ctx.preconditions;
-      if (ifNoneMatch !== undefined) {
-        throw toTRPCError(new ApiError("BAD_REQUEST", "DELETE does not take If-None-Match; send If-Match"));
-      }
-      const outcome = await ctx.store.delete(input.id, ifMatch);
+      const outcome = await ctx.store.delete(input.id, ifMatch, ifNoneMatch);
       if (typeof outcome === "object") {
         // A plant that is gone is 404 whatever the condition said (RFC 9110 §13.2.2).
-        if (outcome.current !== undefined)
-          await preconditionFailed(ctx, input.id, outcome, `If-Match: ${show(ifMatch ?? "*")}`);
+        if (outcome.current !== undefined) await preconditionFailed(ctx, input.id, outcome, ctx.preconditions);
         throw toTRPCError(new ApiError("PLANT_NOT_FOUND", `no plant with id ${input.id} is stored`));
       }
       if (outcome === "not_found") {

@@ -1,7 +1,7 @@
 import { WhoAmI } from "@plantstore/schema";
 import { z } from "zod";
 
-import { AUTH_ERRORS, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
+import { AUTH_ERRORS, header, RATE_LIMIT_HEADERS, REQUEST_ERRORS, SERVER_ERRORS } from "../operation-docs.ts";
 import { protectedProcedure } from "../trpc.ts";
 
 export const whoamiRouter = {
@@ -20,12 +20,16 @@ export const whoamiRouter = {
       },
       // Needs no scope, so never 403.
       errors: [...AUTH_ERRORS.filter((code) => code !== "INSUFFICIENT_SCOPE"), ...REQUEST_ERRORS, ...SERVER_ERRORS],
-      successHeaders: RATE_LIMIT_HEADERS,
+      successHeaders: {
+        ...RATE_LIMIT_HEADERS,
+        "Cache-Control": header("`no-store`: the answer describes the credential itself, so no cache keeps it."),
+      },
     })
     .input(z.object({}))
     .output(WhoAmI)
     .query(({ ctx }) => {
       const { principal } = ctx;
+      ctx.responseHeaders.set("Cache-Control", "no-store");
       return {
         kind: principal.kind,
         id: principal.tokenId,

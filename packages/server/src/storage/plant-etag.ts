@@ -2,6 +2,7 @@ import { createHmac, createSecretKey, type KeyObject, randomBytes } from "node:c
 
 import type { NewPlant } from "@plantstore/schema";
 
+import { ifNoneMatchMatches } from "../preconditions.ts";
 import type { IfMatch } from "./plant-store.ts";
 import { newPlantPayload } from "./webhook-event.ts";
 
@@ -40,5 +41,10 @@ export class PlantETags {
     if (stored === undefined) return false;
     if (ifMatch === "*") return true;
     return ifMatch.includes(this.of(stored));
+  }
+
+  /** Whether a write's `ifNoneMatch` holds for what is stored: nothing stored, or (tags) none is its tag (weak comparison). */
+  holdsNone(ifNoneMatch: IfMatch | undefined, stored: NewPlant | undefined): boolean {
+    return ifNoneMatch === undefined || stored === undefined || !ifNoneMatchMatches(ifNoneMatch, this.of(stored));
   }
 }

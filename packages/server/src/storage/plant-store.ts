@@ -30,7 +30,9 @@ export type PlantChange = { name?: string; tag?: string | null };
 
 /**
  * An `If-Match` as the store checks it (RFC 9110 §13.1.1): `*` (any stored plant) or the entity
- * tags a client holds, compared strongly with the store's `etag` of the stored plant.
+ * tags a client holds, compared strongly with the store's `etag` of the stored plant. An `If-None-Match`
+ * has the same shape (§13.1.2): it holds when no plant is stored, or (tags) when none of them is
+ * the stored plant's, compared weakly.
  */
 export type IfMatch = "*" | readonly string[];
 
@@ -44,22 +46,27 @@ export type WriteOutcome =
 export interface PlantStore {
   create(plant: NewPlant): Promise<CreateOutcome>;
   /**
-   * Durable like create: resolved only after the delete has committed. With `ifMatch`, the check
-   * and the delete are one atomic step (a stale tag: nothing deleted).
+   * Durable like create: resolved only after the delete has committed. With `ifMatch` or
+   * `ifNoneMatch`, the check and the delete are one atomic step (a condition that fails: nothing
+   * deleted). A missing plant is `not_found` whatever they say.
    */
-  delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed>;
+  delete(id: bigint, ifMatch?: IfMatch, ifNoneMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed>;
   get(id: bigint): Promise<NewPlant | undefined>;
   /**
-   * Applies `change` to the stored plant if `ifMatch` holds, checked and written in one atomic step
-   * (one transaction; across instances on one PostgreSQL too). A missing plant is `not_found`
-   * whatever `ifMatch` says. Durable like create.
+   * Applies `change` to the stored plant if `ifMatch` holds and `ifNoneMatch` (when given) does
+   * too, checked and written in one atomic step (one transaction; across instances on one
+   * PostgreSQL too). A missing plant is `not_found` whatever they say. Durable like create.
    */
-  update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome>;
+  update(id: bigint, change: PlantChange, ifMatch: IfMatch, ifNoneMatch?: IfMatch): Promise<WriteOutcome>;
   /**
-   * Stores `plant` in place of the one under its id if `ifMatch` holds (a free id fails it), or
-   * only if the id is free (`ifNoneMatch: "*"`, then `created`). Atomic and durable like update.
+   * Stores `plant` in place of the one under its id if `ifMatch` holds (a free id fails it) and
+   * `ifNoneMatch` (when given) does too, or only if the id is free (`ifNoneMatch: "*"` alone, then
+   * `created`). Atomic and durable like update.
    */
-  replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome>;
+  replace(
+    plant: NewPlant,
+    precondition: { ifMatch: IfMatch; ifNoneMatch?: IfMatch | undefined } | { ifNoneMatch: "*" },
+  ): Promise<WriteOutcome>;
   /**
    * The plant's strong entity tag, keyed by the secret this store's database keeps (plant-etag.ts):
    * the same on every store opened on that database, and the one `ifMatch` is compared with.

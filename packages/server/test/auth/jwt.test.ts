@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -302,5 +303,42 @@ describe("JWT bearer tokens verified with a shared secret (HS256)", () => {
     expect(await status(`${b64({ alg: "none" })}.${b64(base())}.`)).toBe(401);
     expect(await status(await hmac(base({ exp: now() - 120 })))).toBe(401);
     expect(await status(await hmac(base({ aud: "x" })))).toBe(401);
+  });
+
+  it("refuses an iat in the future beyond the 30 s of clock skew, as it allows it for exp and nbf", async () => {
+    expect(await status(await hmac(base({ iat: now() + 10 })))).toBe(200);
+    const response = await server.send({
+      method: "GET",
+      path: "/plants",
+      headers: { authorization: `Bearer ${await hmac(base({ iat: now() + 3_600 }))}` },
+    });
+    expectErrorShape(response, 401, 40101);
+    expect(response.headers["www-authenticate"]).toBe(INVALID);
+  });
+
+  /** A token signed over the JSON texts exactly as given, which a JWT library would never write. */
+  const signedText = (header: string, payload: string) => {
+    const signingInput = `${Buffer.from(header).toString("base64url")}.${Buffer.from(payload).toString("base64url")}`;
+    return `${signingInput}.${createHmac("sha256", SECRET).update(signingInput).digest("base64url")}`;
+  };
+  const claimsText = (extra: string) => {
+    const { iss, aud, exp, scope } = base();
+    return `{"iss":${JSON.stringify(iss)},"aud":${JSON.stringify(aud)},"exp":${exp},"scope":${JSON.stringify(scope)}${extra}}`;
+  };
+
+  it("refuses a token whose payload names a claim twice, though its signature holds", async () => {
+    const header = '{"alg":"HS256","typ":"JWT"}';
+    expect(await status(signedText(header, claimsText(',"sub":"client-42"')))).toBe(200);
+    const twice = signedText(header, claimsText(',"sub":"client-42","sub":"admin"'));
+    const who = await server.send({ method: "GET", path: "/whoami", headers: { authorization: `Bearer ${twice}` } });
+    expectErrorShape(who, 401, 40101);
+    expect(who.headers["www-authenticate"]).toBe(INVALID);
+    expect(await status(signedText(header, claimsText(',"sub":"client-42","scope":"plants:read"')))).toBe(401);
+  });
+
+  it("refuses a token whose header names a parameter twice", async () => {
+    const claims = claimsText(',"sub":"client-42"');
+    expect(await status(signedText('{"alg":"HS256","typ":"JWT","typ":"JWT"}', claims))).toBe(401);
+    expect(await status(signedText('{"alg":"none","alg":"HS256"}', claims))).toBe(401);
   });
 });

@@ -1,6 +1,8 @@
+import { eventually } from "@plantstore/test-support/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { expectErrorShape, startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
+import { openRaw } from "../support/raw-socket.ts";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -24,7 +26,8 @@ describe("requests outside the interface", () => {
     },
   );
 
-  it.each([["PUT"], ["PATCH"], ["DELETE"], ["OPTIONS"]])(
+  // OPTIONS is answered on every path (below).
+  it.each([["PUT"], ["PATCH"], ["DELETE"]])(
     "answers %s /plants with 405 (40500) and Allow: GET, HEAD, POST",
     async (method) => {
       const response = await server.send({ method, path: "/plants", headers: { authorization: `Bearer ${TOKEN}` } });
@@ -81,6 +84,56 @@ describe("requests outside the interface", () => {
     expect(response.status).toBe(405);
     expect(response.headers["allow"]).toBe("GET, HEAD");
     expectErrorShape(response, 405, 40500);
+  });
+});
+
+describe("OPTIONS (RFC 9110 §9.3.7)", () => {
+  const options = (path: string, headers: Record<string, string> = {}) =>
+    server.send({ method: "OPTIONS", path, headers });
+
+  it("OPTIONS * answers 204 with every method the server answers, no token needed", async () => {
+    const client = await openRaw(server.port);
+    client.write("OPTIONS * HTTP/1.1\r\nHost: plantstore\r\n\r\n");
+    await eventually(() => client.answers().length === 1, { what: () => `an answer (${client.received()})` });
+    const [answer] = client.answers();
+    expect(answer?.status).toBe(204);
+    expect(answer?.headers["allow"]).toBe("DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT");
+    expect(answer?.body).toBe("");
+    client.socket.destroy();
+  });
+
+  it("OPTIONS /plants/{id} answers 204 with Allow and Accept-Patch naming the merge patch, no token needed", async () => {
+    const response = await options("/plants/42");
+    expect(response.status).toBe(204);
+    expect(response.headers["allow"]).toBe("DELETE, GET, HEAD, OPTIONS, PATCH, PUT");
+    expect(response.headers["accept-patch"]).toBe("application/merge-patch+json");
+    expect(response.text).toBe("");
+  });
+
+  it.each([
+    ["/plants", "GET, HEAD, OPTIONS, POST"],
+    ["/plants/events", "GET, HEAD, OPTIONS"],
+    ["/healthz", "GET, HEAD, OPTIONS"],
+    ["/openapi.json", "GET, HEAD, OPTIONS"],
+  ])("OPTIONS %s answers 204 with Allow: %s and no Accept-Patch", async (path, allow) => {
+    const response = await options(path, { authorization: `Bearer ${TOKEN}` });
+    expect(response.status).toBe(204);
+    expect(response.headers["allow"]).toBe(allow);
+    expect(response.headers["accept-patch"]).toBeUndefined();
+  });
+
+  it("OPTIONS on a path with no operation answers 404 (40400)", async () => {
+    expectErrorShape(await options("/nowhere"), 404, 40400);
+    expectErrorShape(await options("/plants/1/x"), 404, 40400);
+  });
+
+  it("leaves a CORS preflight as it was when no origin is allowed: 405 with the path's Allow", async () => {
+    const preflight = await options("/plants/42", {
+      origin: "https://shop.example",
+      "access-control-request-method": "PATCH",
+    });
+    expectErrorShape(preflight, 405, 40500);
+    expect(preflight.headers["allow"]).toBe("DELETE, GET, HEAD, PATCH, PUT");
   });
 });
 

@@ -78,7 +78,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
         responses["429"]?.["x-error-codes"]?.map((c) => c.error),
         where,
       ).toEqual([ErrorCodes.RATE_LIMITED.error]);
-      expect(Object.keys(responses["401"]?.headers ?? {}), where).toEqual(["WWW-Authenticate"]);
+      expect(Object.keys(responses["401"]?.headers ?? {}), where).toEqual(["WWW-Authenticate", "Cache-Control"]);
       expect(Object.keys(responses["429"]?.headers ?? {}).sort(), where).toEqual([
         "RateLimit",
         "RateLimit-Policy",
@@ -89,7 +89,7 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
           responses["403"]?.["x-error-codes"]?.map((c) => c.error),
           where,
         ).toEqual([ErrorCodes.INSUFFICIENT_SCOPE.error]);
-        expect(Object.keys(responses["403"]?.headers ?? {}), where).toEqual(["WWW-Authenticate"]);
+        expect(Object.keys(responses["403"]?.headers ?? {}), where).toEqual(["WWW-Authenticate", "Cache-Control"]);
       }
     }
   });

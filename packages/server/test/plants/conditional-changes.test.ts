@@ -113,6 +113,7 @@ describe("PATCH /plants/{id}", () => {
     ['{"tag":""}', /^tag /],
     ['{"tag":7}', /^tag /],
     ['{"name":"\\u0000"}', /^name /],
+    ['{"name":"a","name":"b"}', /^the body has the member "name" more than once$/],
   ])("refuses %s with 400 (40004) naming the field", async (body, named) => {
     const { id, etag } = await plant();
     const response = await patch(id, body, { "if-match": etag });
@@ -190,12 +191,6 @@ describe("PUT /plants/{id}", () => {
     expectErrorShape(await put(nextId++, '{"name":"x"}'), 428, 42800);
   });
 
-  it("refuses both conditions at once, or If-None-Match other than *, with 400 (40000)", async () => {
-    const { id, etag } = await plant();
-    expectErrorShape(await put(id, '{"name":"x"}', { "if-match": etag, "if-none-match": "*" }), 400, 40000);
-    expectErrorShape(await put(id, '{"name":"x"}', { "if-none-match": etag }), 400, 40000);
-  });
-
   it("refuses an id in the body with 400 (40004), a body without a name likewise, JSON only (415)", async () => {
     const { id, etag } = await plant();
     expect(message(await put(id, `{"id":${id},"name":"x"}`, { "if-match": etag }))).toMatch(/^id /);
@@ -225,6 +220,110 @@ describe("DELETE /plants/{id} with If-Match", () => {
   it("answers 404 (40401) for a missing plant whatever If-Match says", async () => {
     expectErrorShape(await remove(99_998, { "if-match": '"stale"' }), 404, 40401);
     expectErrorShape(await remove(99_998, { "if-match": "*" }), 404, 40401);
+  });
+});
+
+describe("If-None-Match on a write: evaluated after If-Match (RFC 9110 §13.2.2), never refused", () => {
+  it("PUT with the current If-Match and If-None-Match: * answers 412 (41200) naming If-None-Match, and stores nothing", async () => {
+    const { id, etag } = await plant();
+    const response = await put(id, '{"name":"x"}', { "if-match": etag, "if-none-match": "*" });
+    expectErrorShape(response, 412, 41200);
+    expect(response.headers["etag"]).toBe(etag);
+    expect(message(response)).toContain("If-None-Match: *");
+    expect(await etagOf(id)).toBe(etag);
+  });
+
+  it("PUT with If-Match: * and If-None-Match: * on a free id answers 412 (41200), and creates nothing", async () => {
+    const id = nextId++;
+    const response = await put(id, '{"name":"x"}', { "if-match": "*", "if-none-match": "*" });
+    expectErrorShape(response, 412, 41200);
+    expect(response.headers["etag"]).toBeUndefined();
+    expect(message(response)).toContain("If-Match: *");
+    expectErrorShape(await read(id), 404, 40401);
+  });
+
+  it("PUT evaluates If-Match first: a stale one is the 412's reason whatever If-None-Match says", async () => {
+    const { id, etag } = await plant();
+    const response = await put(id, '{"name":"x"}', { "if-match": '"stale"', "if-none-match": "*" });
+    expectErrorShape(response, 412, 41200);
+    expect(message(response)).toContain('If-Match: "stale"');
+    expect(await etagOf(id)).toBe(etag);
+  });
+
+  it("PUT with If-None-Match naming the current tag answers 412 (41200), with If-Match or without", async () => {
+    const { id, etag } = await plant();
+    const both: Record<string, string>[] = [
+      { "if-none-match": etag },
+      { "if-match": etag, "if-none-match": `"x", ${etag}` },
+    ];
+    for (const headers of both) {
+      const response = await put(id, '{"name":"x"}', headers);
+      expectErrorShape(response, 412, 41200);
+      expect(response.headers["etag"]).toBe(etag);
+      expect(message(response)).toContain("If-None-Match");
+    }
+    // Weak comparison, as for a read: a tag marked weak still matches.
+    expectErrorShape(await put(id, '{"name":"x"}', { "if-match": etag, "if-none-match": `W/${etag}` }), 412, 41200);
+    expect(await etagOf(id)).toBe(etag);
+  });
+
+  it("PUT with If-None-Match naming another tag replaces with If-Match, and is 428 (42800) without it", async () => {
+    const { id, etag } = await plant();
+    const alone = await put(id, '{"name":"x"}', { "if-none-match": '"other"' });
+    expectErrorShape(alone, 428, 42800);
+    expectErrorShape(await put(nextId++, '{"name":"x"}', { "if-none-match": '"other"' }), 428, 42800);
+    expect(await etagOf(id)).toBe(etag);
+    const replaced = await put(id, '{"name":"Replaced"}', { "if-match": etag, "if-none-match": '"other"' });
+    expect(replaced.status).toBe(200);
+    expect(replaced.text).toBe(`{"id":${id},"name":"Replaced"}`);
+  });
+
+  it("PATCH with If-Match and an If-None-Match that matches answers 412 (41200), and changes nothing", async () => {
+    const { id, etag } = await plant();
+    for (const ifNoneMatch of ["*", etag, `W/${etag}`]) {
+      const response = await patch(id, '{"name":"x"}', { "if-match": etag, "if-none-match": ifNoneMatch });
+      expectErrorShape(response, 412, 41200);
+      expect(response.headers["etag"]).toBe(etag);
+      expect(message(response)).toContain(`If-None-Match: ${ifNoneMatch}`);
+    }
+    expect(await etagOf(id)).toBe(etag);
+  });
+
+  it("PATCH with If-Match and an If-None-Match naming another tag changes the plant", async () => {
+    const { id, etag } = await plant();
+    const response = await patch(id, '{"name":"Changed"}', { "if-match": etag, "if-none-match": '"other"' });
+    expect(response.status).toBe(200);
+    expect(response.text).toBe(`{"id":${id},"name":"Changed","tag":"indoor"}`);
+  });
+
+  it("PATCH without If-Match: 412 (41200) when If-None-Match matches, else 428 (42800); 404 for a missing plant", async () => {
+    const { id, etag } = await plant();
+    expectErrorShape(await patch(id, '{"name":"x"}', { "if-none-match": etag }), 412, 41200);
+    expectErrorShape(await patch(id, '{"name":"x"}', { "if-none-match": "*" }), 412, 41200);
+    expectErrorShape(await patch(id, '{"name":"x"}', { "if-none-match": '"other"' }), 428, 42800);
+    expectErrorShape(await patch(99_997, '{"name":"x"}', { "if-none-match": "*" }), 404, 40401);
+    expect(await etagOf(id)).toBe(etag);
+  });
+
+  it("DELETE with If-None-Match: * on a stored plant answers 412 (41200) with its ETag, and the plant stays", async () => {
+    const { id, etag } = await plant();
+    const response = await remove(id, { "if-none-match": "*" });
+    expectErrorShape(response, 412, 41200);
+    expect(response.headers["etag"]).toBe(etag);
+    expect(message(response)).toContain("If-None-Match: *");
+    expect((await read(id)).status).toBe(200);
+    expectErrorShape(await remove(99_996, { "if-none-match": "*" }), 404, 40401);
+  });
+
+  it("DELETE with If-None-Match deletes only when it names none of the plant's tags", async () => {
+    const { id, etag } = await plant();
+    expectErrorShape(await remove(id, { "if-none-match": etag }), 412, 41200);
+    expectErrorShape(await remove(id, { "if-match": etag, "if-none-match": `W/${etag}` }), 412, 41200);
+    expect((await read(id)).status).toBe(200);
+    expect((await remove(id, { "if-match": etag, "if-none-match": '"other"' })).status).toBe(204);
+    expectErrorShape(await read(id), 404, 40401);
+    const other = await plant();
+    expect((await remove(other.id, { "if-none-match": '"other"' })).status).toBe(204);
   });
 });
 

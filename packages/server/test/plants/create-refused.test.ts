@@ -158,6 +158,21 @@ describe("POST /plants with a body nested deeper than MAX_JSON_DEPTH", () => {
   });
 });
 
+describe("POST /plants with a member name twice in one object (400, 40004)", () => {
+  it.each([
+    ['{"id":6998,"id":6997,"name":"Twice"}', "id"],
+    ['{"id":6996,"name":"Twice","tag":"a","tag":"b"}', "tag"],
+    ['{"id":6995,"name":"Twice","extra":{"k":1,"k":2}}', "k"],
+    ['{"id":6994,"name":"Twice","\\u0069d":6993}', "id"],
+  ])("refuses %s, naming %j, and stores nothing", async (body, name) => {
+    const before = await server.database.count();
+    const response = await server.createRaw(body);
+    expectErrorShape(response, 400, 40004);
+    expect((response.json as { message: string }).message).toBe(`the body has the member "${name}" more than once`);
+    expect(await server.database.count()).toBe(before);
+  });
+});
+
 describe("POST /plants refuses a body with a Content-Encoding (415, 41501)", () => {
   it.each([["gzip"], ["deflate"], ["br"], ["identity, gzip"], ["x-custom"]])(
     "refuses %s, naming identity in Accept-Encoding",

@@ -259,6 +259,9 @@ describe("GET /plants/events", () => {
       40005,
     );
     expectErrorShape(await target.send({ method: "GET", path: "/plants/events?tag=", headers: auth }), 400, 40005);
+    const undecodable = await target.send({ method: "GET", path: "/plants/events?tag=%ff", headers: auth });
+    expectErrorShape(undecodable, 400, 40005);
+    expect((undecodable.json as { message: string }).message).toBe("tag must be percent-encoded UTF-8");
     const writer = await issueToken(target.database.url, { scopes: ["plants:write"] });
     const refused = await target.send({
       method: "GET",

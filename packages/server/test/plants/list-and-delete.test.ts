@@ -78,6 +78,7 @@ describe("GET /plants", () => {
     ["-9223372036854775809"],
     ["+1"],
     ["01"],
+    ["-0"],
     ["1.0"],
     ["x"],
     [""],
@@ -229,6 +230,47 @@ describe("query and path parameters speak the catalogue's voice", () => {
   });
 });
 
+describe("a query that is not percent-encoded UTF-8 (RFC 3986 §2.1)", () => {
+  it.each([
+    ["tag", "?tag=%ff"],
+    ["tag", "?tag=%C3%28"],
+    ["tag", "?tag=%ED%A0%80"],
+    ["tag", "?tag=%F0%9F%8C"],
+    ["tag", "?tag=100%"],
+    ["tag", "?tag=%zz"],
+    ["after", "?limit=1&after=%80"],
+  ])("GET /plants refuses %s in %s with 400 (40005) naming it, rather than reading U+FFFD", async (name, query) => {
+    const response = await list(query);
+    expectErrorShape(response, 400, 40005);
+    expect((response.json as { message: string }).message).toBe(`${name} must be percent-encoded UTF-8`);
+  });
+
+  it("is still refused only after the token (401 first)", async () => {
+    const response = await server.send({ method: "GET", path: "/plants?tag=%ff" });
+    expectErrorShape(response, 401, 40100);
+  });
+
+  it("DELETE /plants/{id} refuses one too, the plant stays", async () => {
+    expect((await server.createRaw('{"id":7301,"name":"Query"}')).status).toBe(200);
+    const response = await server.send({
+      method: "DELETE",
+      path: "/plants/7301?note=%ff",
+      contractPath: "/plants/{id}",
+      headers: auth,
+    });
+    expectErrorShape(response, 400, 40005);
+    expect((response.json as { message: string }).message).toBe("note must be percent-encoded UTF-8");
+    expect(await server.store.get(7301n)).toEqual({ id: 7301n, name: "Query" });
+  });
+
+  it("reads valid escapes of any character, and + as a space, exactly", async () => {
+    expect((await server.createRaw('{"id":7302,"name":"Escaped","tag":"été 🌱"}')).status).toBe(200);
+    const response = await list("?tag=%C3%A9t%C3%A9+%F0%9F%8C%B1");
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('[{"id":7302,"name":"Escaped","tag":"été 🌱"}]');
+  });
+});
+
 describe("DELETE /plants/{id}", () => {
   it("answers 204 with no body, then 404 (40401), and frees the id", async () => {
     expect((await server.createRaw('{"id":4242,"name":"Doomed"}')).status).toBe(200);
@@ -250,7 +292,7 @@ describe("DELETE /plants/{id}", () => {
     expect((await server.store.get(BigInt(neighbour)))?.name).toBeDefined();
   });
 
-  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-9223372036854775809"], ["%201"], ["+5"], ["0x10"]])(
+  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-9223372036854775809"], ["%201"], ["+5"], ["0x10"], ["-0"]])(
     "refuses id %j with 400 (40005)",
     async (id) => {
       expectErrorShape(await remove(id), 400, 40005);

@@ -48,9 +48,12 @@ describe("GET /plants/{id}", () => {
     expectErrorShape(await read(123456, { "if-match": '"stale"' }), 404, 40401);
   });
 
-  it.each([["abc"], ["1.5"], ["9223372036854775808"]])("refuses the id %j with 400 (40005)", async (id) => {
-    expectErrorShape(await read(id), 400, 40005);
-  });
+  it.each([["abc"], ["1.5"], ["9223372036854775808"], ["-0"], ["+1"], ["01"]])(
+    "refuses the id %j with 400 (40005)",
+    async (id) => {
+      expectErrorShape(await read(id), 400, 40005);
+    },
+  );
 
   it("answers HEAD with the same status and headers and no body", async () => {
     const get = await read(BIG);

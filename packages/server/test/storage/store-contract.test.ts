@@ -374,6 +374,65 @@ describe(`plants changed under a precondition (${TEST_BACKEND})`, () => {
     expect(await store.delete(4n, "*")).toBe("not_found");
   });
 
+  it("update, replace and delete with If-None-Match write nothing when it matches the stored plant (weak comparison, * any)", async () => {
+    const store = await open();
+    const fig = { id: 6n, name: "Fig", tag: "tree" };
+    await store.create(fig);
+    const etag = await store.etag(fig);
+    const failed = { outcome: "precondition_failed", current: fig };
+    for (const ifNoneMatch of ["*", [etag], [STALE, `W/${etag}`]] as const) {
+      expect(await store.update(6n, { name: "x" }, "*", ifNoneMatch)).toEqual(failed);
+      expect(await store.replace({ id: 6n, name: "x" }, { ifMatch: [etag], ifNoneMatch })).toEqual(failed);
+      expect(await store.delete(6n, undefined, ifNoneMatch)).toEqual(failed);
+      expect(await store.delete(6n, [etag], ifNoneMatch)).toEqual(failed);
+    }
+    expect(await database.row(6n)).toEqual({ id: 6n, name: "Fig", tag: "tree" });
+    // If-Match is still checked beside it: a stale one fails whatever If-None-Match says.
+    expect(await store.update(6n, { name: "x" }, [STALE], [STALE])).toEqual(failed);
+    // A free id: If-None-Match holds, so update and delete are not_found, and replace fails only its If-Match.
+    expect(await store.update(60n, { name: "x" }, "*", "*")).toEqual({ outcome: "not_found" });
+    expect(await store.delete(60n, undefined, "*")).toBe("not_found");
+    expect(await store.replace({ id: 60n, name: "x" }, { ifMatch: "*", ifNoneMatch: "*" })).toEqual({
+      outcome: "precondition_failed",
+      current: undefined,
+    });
+    expect(await database.row(60n)).toBeUndefined();
+  });
+
+  it("update, replace and delete with If-None-Match naming other tags write as If-Match alone would", async () => {
+    const store = await open();
+    const lime = { id: 10n, name: "Lime" };
+    await store.create(lime);
+    const patched = { id: 10n, name: "Lemon" };
+    expect(await store.update(10n, { name: "Lemon" }, [await store.etag(lime)], [STALE])).toEqual({
+      outcome: "written",
+      plant: patched,
+      created: false,
+    });
+    expect(
+      await store.replace({ id: 10n, name: "Orange" }, { ifMatch: "*", ifNoneMatch: [await store.etag(lime)] }),
+    ).toEqual({
+      outcome: "written",
+      plant: { id: 10n, name: "Orange" },
+      created: false,
+    });
+    expect(await store.delete(10n, undefined, [await store.etag(patched)])).toBe("deleted");
+    expect(await database.row(10n)).toBeUndefined();
+  });
+
+  it("of 50 updates to one content under If-None-Match naming that content's tag, from two stores, exactly one is written", async () => {
+    const [a, b] = [await open(), await open()];
+    await a.create({ id: 11n, name: "before" });
+    // Each writes "after" only if the plant is not "after" already: checked and written in one step, one wins.
+    const after = [await a.etag({ id: 11n, name: "after" })];
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? a : b).update(11n, { name: "after" }, "*", after)),
+    );
+    expect(outcomes.filter((o) => o.outcome === "written")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.outcome === "precondition_failed")).toHaveLength(49);
+    expect(await database.row(11n)).toEqual({ id: 11n, name: "after", tag: null });
+  });
+
   it.each([
     ["one store", 1],
     ["two stores (two processes) on one database", 2],

@@ -92,9 +92,10 @@ export const validPlantBody: fc.Arbitrary<{ plant: PlantFields; body: string }> 
   .map(([plant, extras, extrasFirst]) => {
     const own = [`"id":${plant.id}`, `"name":${JSON.stringify(plant.name)}`];
     if (plant.tag !== undefined) own.push(`"tag":${JSON.stringify(plant.tag)}`);
-    // Extras never reuse our own keys here: duplicates are exercised on their own below.
+    // Extras never reuse our own keys here, nor one another's: a name twice makes the body one the
+    // server refuses, and duplicates are exercised on their own below.
     const others = extras
-      .filter(([key]) => !["id", "name", "tag"].includes(key))
+      .filter(([key], i) => !["id", "name", "tag"].includes(key) && extras.findIndex(([other]) => other === key) === i)
       .map(([key, value]) => `${JSON.stringify(key)}:${value}`);
     const members = extrasFirst ? [...others, ...own] : [...own, ...others];
     return { plant, body: `{${members.join(",")}}` };

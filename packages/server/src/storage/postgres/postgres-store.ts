@@ -397,14 +397,17 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
     }
   }
 
-  update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome> {
-    return this.#rewrite(id, ifMatch, (row) => patchedRow(row, change), { outcome: "not_found" });
+  update(id: bigint, change: PlantChange, ifMatch: IfMatch, ifNoneMatch?: IfMatch): Promise<WriteOutcome> {
+    return this.#rewrite(id, ifMatch, ifNoneMatch, (row) => patchedRow(row, change), { outcome: "not_found" });
   }
 
-  async replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome> {
+  async replace(
+    plant: NewPlant,
+    precondition: { ifMatch: IfMatch; ifNoneMatch?: IfMatch | undefined } | { ifNoneMatch: "*" },
+  ): Promise<WriteOutcome> {
     // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
     if ("ifMatch" in precondition)
-      return this.#rewrite(plant.id, precondition.ifMatch, () => plantRow(plant), {
+      return this.#rewrite(plant.id, precondition.ifMatch, precondition.ifNoneMatch, () => plantRow(plant), {
         outcome: "precondition_failed",
         current: undefined,
       });
@@ -419,17 +422,18 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
   }
 
   /**
-   * Reads the plant, checks `ifMatch` against it, and writes `wanted(row)` in one compare-and-set
-   * (UPDATE_IF_UNCHANGED): the check and the write are one atomic step, in two round trips and
-   * without a transaction held open between them.
+   * Reads the plant, checks `ifMatch` and `ifNoneMatch` against it, and writes `wanted(row)` in one
+   * compare-and-set (UPDATE_IF_UNCHANGED): the check and the write are one atomic step, in two
+   * round trips and without a transaction held open between them.
    */
   #rewrite(
     id: bigint,
     ifMatch: IfMatch,
+    ifNoneMatch: IfMatch | undefined,
     wanted: (row: PlantRow) => PlantRow,
     missing: WriteOutcome,
   ): Promise<WriteOutcome> {
-    return this.#conditionally(id, ifMatch, missing, (row) => {
+    return this.#conditionally(id, ifMatch, ifNoneMatch, missing, (row) => {
       const next = wanted(row);
       // A change that changes nothing writes nothing, and announces nothing.
       if (samePlant(row, next)) return { outcome: { outcome: "written", plant: plantFromRow(row), created: false } };
@@ -446,16 +450,16 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
     });
   }
 
-  async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
+  async delete(id: bigint, ifMatch?: IfMatch, ifNoneMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
     this.#refuseWhenClosed();
     const data = deletedPlantData(id);
     // `*` holds for any stored plant: an unconditional delete (a missing plant is not_found either way).
-    if (ifMatch === undefined || ifMatch === "*") {
+    if ((ifMatch === undefined || ifMatch === "*") && ifNoneMatch === undefined) {
       const write = { statement: DELETE, name: "plants_delete", type: "plant.deleted" as const, data, values: [id] };
       const written = await this.#breaker.call(() => this.#announcing(this.#pool, write));
       return this.#announced(written, written.changed ? "deleted" : "not_found");
     }
-    const outcome = await this.#conditionally(id, ifMatch, { outcome: "not_found" }, (row) => ({
+    const outcome = await this.#conditionally(id, ifMatch ?? "*", ifNoneMatch, { outcome: "not_found" }, (row) => ({
       outcome: { outcome: "written", plant: plantFromRow(row), created: false },
       write: {
         statement: DELETE_IF_UNCHANGED,
@@ -519,15 +523,17 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
   }
 
   /**
-   * A conditional write: read, check `ifMatch`, then `plan`'s compare-and-set, which writes only if
-   * the row is still what was read. When someone else wrote in between and the precondition may
-   * still hold (`*`, or a list of several tags), it is done again under the row's lock
-   * (`SELECT … FOR UPDATE` in one transaction), so writers racing on one plant cannot starve one
-   * another through failed compare-and-sets. Every statement goes through the breaker.
+   * A conditional write: read, check `ifMatch` and `ifNoneMatch`, then `plan`'s compare-and-set,
+   * which writes only if the row is still what was read. When someone else wrote in between and
+   * the precondition may still hold (`*`, a list of several tags, an If-None-Match), it is done
+   * again under the row's lock (`SELECT … FOR UPDATE` in one transaction), so writers racing on
+   * one plant cannot starve one another through failed compare-and-sets. Every statement goes
+   * through the breaker.
    */
   async #conditionally(
     id: bigint,
     ifMatch: IfMatch,
+    ifNoneMatch: IfMatch | undefined,
     missing: WriteOutcome,
     plan: (row: PlantRow) => { outcome: WriteOutcome; write?: AnnouncingWrite },
   ): Promise<WriteOutcome> {
@@ -536,7 +542,9 @@ export class PostgresStore implements PlantStore, WebhookQueue, ChangeLog, Chang
     const decide = (row: PlantRow | undefined): Plan => {
       if (row === undefined) return { outcome: missing };
       const current = plantFromRow(row);
-      if (!etags.holds(ifMatch, current)) return { outcome: { outcome: "precondition_failed", current } };
+      if (!etags.holds(ifMatch, current) || !etags.holdsNone(ifNoneMatch, current)) {
+        return { outcome: { outcome: "precondition_failed", current } };
+      }
       return plan(row);
     };
     const optimistic = decide(await this.#row(id));

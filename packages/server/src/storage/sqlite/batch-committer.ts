@@ -162,13 +162,20 @@ export function createBatchCommitter(db: DatabaseSync, etags: PlantETags): (requ
   };
 
   /**
-   * Reads the plant and checks `ifMatch` inside this batch's transaction, which holds SQLite's write
-   * lock (BEGIN IMMEDIATE): nothing, in this process or another, writes between the check and the write.
+   * Reads the plant and checks `ifMatch` and `ifNoneMatch` inside this batch's transaction, which
+   * holds SQLite's write lock (BEGIN IMMEDIATE): nothing, in this process or another, writes
+   * between the check and the write.
    */
-  const checked = (id: bigint, ifMatch: IfMatch): PlantRow | PreconditionFailed | undefined => {
+  const checked = (
+    id: bigint,
+    ifMatch: IfMatch,
+    ifNoneMatch: IfMatch | undefined,
+  ): PlantRow | PreconditionFailed | undefined => {
     const row = selectRow.get(id) as PlantRow | undefined;
-    if (row === undefined || etags.holds(ifMatch, plantFromRow(row))) return row;
-    return { outcome: "precondition_failed", current: plantFromRow(row) };
+    if (row === undefined) return row;
+    const current = plantFromRow(row);
+    if (etags.holds(ifMatch, current) && etags.holdsNone(ifNoneMatch, current)) return row;
+    return { outcome: "precondition_failed", current };
   };
 
   /** Writes `wanted` over `row`, or nothing when it changes nothing (a no-op is no write, no change and no event). */
@@ -181,7 +188,7 @@ export function createBatchCommitter(db: DatabaseSync, etags: PlantETags): (requ
   };
 
   const update = (op: Extract<WriteOp, { op: "update" }>): WriteOutcome => {
-    const row = checked(op.id, op.ifMatch);
+    const row = checked(op.id, op.ifMatch, op.ifNoneMatch);
     if (row === undefined) return { outcome: "not_found" };
     if ("outcome" in row) return row;
     return rewriteRow(row, patchedRow(row, op.change));
@@ -194,16 +201,17 @@ export function createBatchCommitter(db: DatabaseSync, etags: PlantETags): (requ
       const current = selectRow.get(op.id) as PlantRow;
       return { outcome: "precondition_failed", current: plantFromRow(current) };
     }
-    const row = checked(op.id, op.ifMatch);
+    const row = checked(op.id, op.ifMatch, op.ifNoneMatch);
     // A free id fails If-Match (RFC 9110 §13.1.1): nothing is there to match.
     if (row === undefined) return { outcome: "precondition_failed", current: undefined };
     if ("outcome" in row) return row;
     return rewriteRow(row, wanted);
   };
 
-  const deleteOne = (id: bigint, ifMatch: IfMatch | undefined): ItemResult => {
-    if (ifMatch !== undefined) {
-      const row = checked(id, ifMatch);
+  const deleteOne = (id: bigint, ifMatch: IfMatch | undefined, ifNoneMatch: IfMatch | undefined): ItemResult => {
+    if (ifMatch !== undefined || ifNoneMatch !== undefined) {
+      // No If-Match holds for any stored plant, as `*` does.
+      const row = checked(id, ifMatch ?? "*", ifNoneMatch);
       if (row !== undefined && "outcome" in row) return { write: row };
     }
     const removed = remove.get(id) as { tag: string | null } | undefined;
@@ -257,7 +265,7 @@ export function createBatchCommitter(db: DatabaseSync, etags: PlantETags): (requ
       case "create":
         return { outcome: insertOne(op) };
       case "delete":
-        return deleteOne(op.id, op.ifMatch);
+        return deleteOne(op.id, op.ifMatch, op.ifNoneMatch);
       case "update":
         return { write: update(op) };
       case "replace":

@@ -215,12 +215,15 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
 
   // Conditional writes queue with the creations: the writer checks and writes each inside its
   // batch's transaction, so the check and the write are one atomic step.
-  async update(id: bigint, change: PlantChange, ifMatch: IfMatch): Promise<WriteOutcome> {
-    const result = await this.#writes.submit({ op: "update", id, change, ifMatch });
+  async update(id: bigint, change: PlantChange, ifMatch: IfMatch, ifNoneMatch?: IfMatch): Promise<WriteOutcome> {
+    const result = await this.#writes.submit({ op: "update", id, change, ifMatch, ifNoneMatch });
     return (result as { write: WriteOutcome }).write;
   }
 
-  async replace(plant: NewPlant, precondition: { ifMatch: IfMatch } | { ifNoneMatch: "*" }): Promise<WriteOutcome> {
+  async replace(
+    plant: NewPlant,
+    precondition: { ifMatch: IfMatch; ifNoneMatch?: IfMatch | undefined } | { ifNoneMatch: "*" },
+  ): Promise<WriteOutcome> {
     const ifMatch = "ifMatch" in precondition ? precondition.ifMatch : undefined;
     const result = await this.#writes.submit({
       op: "replace",
@@ -228,12 +231,13 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
       name: plant.name,
       tag: plant.tag ?? null,
       ifMatch,
+      ifNoneMatch: precondition.ifNoneMatch,
     });
     return (result as { write: WriteOutcome }).write;
   }
 
-  async delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
-    const result = await this.#writes.submit({ op: "delete", id, ifMatch });
+  async delete(id: bigint, ifMatch?: IfMatch, ifNoneMatch?: IfMatch): Promise<DeleteOutcome | PreconditionFailed> {
+    const result = await this.#writes.submit({ op: "delete", id, ifMatch, ifNoneMatch });
     return "write" in result ? (result.write as PreconditionFailed) : (result as { outcome: DeleteOutcome }).outcome;
   }
 

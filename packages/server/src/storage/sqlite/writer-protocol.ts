@@ -22,10 +22,17 @@ export type BatchRequest = {
 
 export type WriteOp =
   | { op: "create"; id: bigint; name: string; tag: string | null }
-  | { op: "delete"; id: bigint; ifMatch?: IfMatch | undefined }
-  | { op: "update"; id: bigint; change: PlantChange; ifMatch: IfMatch }
+  | { op: "delete"; id: bigint; ifMatch?: IfMatch | undefined; ifNoneMatch?: IfMatch | undefined }
+  | { op: "update"; id: bigint; change: PlantChange; ifMatch: IfMatch; ifNoneMatch?: IfMatch | undefined }
   /** Without `ifMatch`: only if the id is free (`If-None-Match: *`). */
-  | { op: "replace"; id: bigint; name: string; tag: string | null; ifMatch?: IfMatch | undefined }
+  | {
+      op: "replace";
+      id: bigint;
+      name: string;
+      tag: string | null;
+      ifMatch?: IfMatch | undefined;
+      ifNoneMatch?: IfMatch | undefined;
+    }
   | { op: "claimDeliveries"; now: number; leaseUntil: number; limit: number }
   | { op: "recordAttempt"; attempt: AttemptRecord }
   /** A tiny write that proves writes commit again (readiness, after a failure). */
@@ -38,7 +45,7 @@ export type CloseRequest = { kind: "close" };
 /** What one write answered; a failure of that write alone (the rest of its batch committed) is an ItemFailure. */
 export type ItemResult =
   | { outcome: CreateOutcome | DeleteOutcome }
-  /** A conditional write's outcome (update, replace, or a delete whose `ifMatch` failed). */
+  /** A conditional write's outcome (update, replace, or a delete whose condition failed). */
   | { write: WriteOutcome }
   | { claimed: ClaimedDelivery[] }
   | { recorded: true }

@@ -18,6 +18,7 @@ import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
 import { EventStreams } from "./http/plant-events.ts";
+import { checkFraming } from "./http/request-framing.ts";
 import { changeFrames, positionFrame } from "./http/sse-frames.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
@@ -225,8 +226,10 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
       keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the two timeouts above on this interval (30 s by default, too coarse for them).
       connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
+      // Node's check answers a bare 400; checkFraming answers it with the Error body.
+      requireHostHeader: false,
     },
-    koaListener(app.callback()),
+    checkFraming(koaListener(app.callback())),
   );
   const stallMarginMs = options.stallMarginMs ?? STALL_MARGIN_MS;
   server.timeout = config.requestTimeoutMs + stallMarginMs;

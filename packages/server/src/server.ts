@@ -59,7 +59,8 @@ export type StartOptions = {
   /**
    * Time for what waits, retries or expires: webhook delivery (attempts, retries, leases,
    * deadlines, polling), rate-limit windows counted in memory and address blocks, token expiry and
-   * the token and key caches; by default the wall clock. Tests move one on instead of sleeping.
+   * the token and key caches, readiness' write stalls and probes; by default the wall clock (a
+   * monotonic one for readiness). Tests move one on instead of sleeping.
    */
   clock?: Clock;
   /**
@@ -121,7 +122,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
     metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" }, 0);
   }
-  const writeHealth = new WriteHealth();
+  const writeHealth = new WriteHealth({ clock: options.clock });
   // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
   const logThrottle = new LogThrottle();
   // Last of all: counts of repeated failures not yet written would otherwise be lost with the process.

@@ -36,7 +36,11 @@ function notReady(problem: WriteProblem): ApiError {
     });
   }
   const { message } = storeFailureAnswer(problem.kind);
-  return storeFailureAnswer(problem.kind, { message: `writes are failing: ${message}` });
+  const held =
+    problem.probeHeldMs === undefined
+      ? ""
+      : `; they failed again after a write probe had succeeded, so the next probe is in ${(problem.probeHeldMs / 1000).toFixed(1)} s`;
+  return storeFailureAnswer(problem.kind, { message: `writes are failing: ${message}${held}` });
 }
 
 /**

@@ -14,6 +14,7 @@ import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
+import { clientAddressOf } from "./http/client-address.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
@@ -335,7 +336,21 @@ function startChangeFeed(
         (repeats) => eventsLogger.warn({ repeats }, "reading the change log failed (repeats)"),
       ),
   });
-  return new EventStreams({ ...config.events, fanout, authenticator, metrics, logger: eventsLogger, clock });
+  const { maxPerToken, maxPerAddress, connectionShare, ...settings } = config.events;
+  return new EventStreams({
+    ...settings,
+    limits: {
+      maxPerToken,
+      maxPerAddress,
+      maxStreams: Math.max(1, Math.floor((config.maxConnections * connectionShare) / 100)),
+    },
+    clientAddress: clientAddressOf(config.trustedProxies),
+    fanout,
+    authenticator,
+    metrics,
+    logger: eventsLogger,
+    clock,
+  });
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -25,11 +25,20 @@ const DESCRIPTION = [
   "",
   "**Closing.** The server ends a stream after a whole event when its client falls behind by more than `PLANTSTORE_EVENTS_BUFFER_LIMIT` bytes, when its token is revoked or expires (within `PLANTSTORE_EVENTS_AUTH_CHECK_MS` plus 1 s), and on shutdown: reconnect with `Last-Event-ID`. A reconnect with a token no longer valid is answered 401. Each stream holds a connection (`PLANTSTORE_MAX_CONNECTIONS`) and counts one request against the token's rate limit when it opens.",
   "",
+  "**Limits.** A token may hold at most `PLANTSTORE_EVENTS_MAX_PER_TOKEN` open streams on an instance (32 by default) and a client address `PLANTSTORE_EVENTS_MAX_PER_ADDRESS` (256); past either, 429 (`42901`) with `Retry-After`. All streams together may hold `PLANTSTORE_EVENTS_CONNECTION_SHARE` percent of the instance's connections (80); past it, 503 (`50306`) with `Retry-After`, so that ordinary requests always find a connection.",
+  "",
   "The response schema describes the events as an SSE parser hands them over, each `data` parsed as JSON.",
 ].join("\n");
 
 /** Everything the stream's failures can be, before it starts: afterwards a failure only ends it. */
-const ERRORS: readonly ErrorCodeName[] = ["INVALID_PARAMETER", ...AUTH_ERRORS, ...REQUEST_ERRORS, ...SERVER_ERRORS];
+const ERRORS: readonly ErrorCodeName[] = [
+  "INVALID_PARAMETER",
+  ...AUTH_ERRORS,
+  "TOO_MANY_STREAMS",
+  ...REQUEST_ERRORS,
+  ...SERVER_ERRORS,
+  "STREAMS_FULL",
+];
 
 /**
  * `GET /plants/events` as the document shows it. trpc-to-openapi cannot describe it (a procedure

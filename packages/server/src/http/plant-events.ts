@@ -9,8 +9,11 @@ import type { ChangeFanout, Subscription } from "../changes/change-fanout.ts";
 import { type Clock, every, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
+import { addressGroup } from "../rate-limit/address-group.ts";
+import type { ClientAddress } from "./client-address.ts";
 import type { PlainPath } from "./plain-paths.ts";
 import { HEARTBEAT_FRAME, positionFrame, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
+import { StreamLimits, type StreamLimitSettings } from "./stream-limits.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
 
@@ -24,6 +27,10 @@ type EventStreamSettings = {
 };
 
 export type EventStreamsOptions = EventStreamSettings & {
+  /** How many streams a token, a client address and the instance may hold. */
+  limits: StreamLimitSettings;
+  /** Where a request comes from, as the rest of the app tells it (trusted proxies). */
+  clientAddress: ClientAddress;
   fanout: ChangeFanout;
   metrics: Metrics;
   authenticator: Authenticator;
@@ -57,10 +64,12 @@ export class EventStreams {
   readonly #options: EventStreamsOptions;
   readonly #streams = new Set<Stream>();
   readonly #stopTimers: Array<() => void>;
+  readonly #limits: StreamLimits;
   #closing = false;
 
   constructor(options: EventStreamsOptions) {
     this.#options = options;
+    this.#limits = new StreamLimits(options.limits);
     const clock = options.clock ?? systemClock;
     // One timer of a kind for all streams: a thousand open streams cost a thousand writes per tick, not a thousand timers.
     this.#stopTimers = [
@@ -107,7 +116,22 @@ export class EventStreams {
       tag = parsed.data;
     }
     if (this.#closing) throw new ApiError("UNAVAILABLE", "the server is shutting down; reconnect to another instance");
-    const start = await this.#options.fanout.startingPoint(fromHeader ?? fromQuery);
+    // Taken before anything is awaited, so streams opened at once cannot all pass the check; HEAD
+    // is answered as GET would be and gives its place back at once.
+    const givePlaceBack = this.#limits.take(
+      `${principal.kind}:${principal.tokenId}`,
+      addressGroup(this.#options.clientAddress(ctx.req)),
+      (why) => this.#options.metrics.eventStreamsRefused.inc({ reason: why }),
+    );
+    try {
+      await this.#stream(ctx, fromHeader ?? fromQuery, tag);
+    } finally {
+      givePlaceBack();
+    }
+  }
+
+  async #stream(ctx: Koa.Context, resumeAfter: bigint | undefined, tag: string | undefined): Promise<void> {
+    const start = await this.#options.fanout.startingPoint(resumeAfter);
 
     ctx.status = 200;
     ctx.set("Content-Type", "text/event-stream; charset=utf-8");

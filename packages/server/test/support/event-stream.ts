@@ -30,6 +30,8 @@ export type OpenOptions = {
   lastEventId?: string;
   /** The query string, without `?`. */
   query?: string;
+  /** More request headers (an `X-Forwarded-For`, say). */
+  headers?: Record<string, string>;
   agent?: Agent;
 };
 
@@ -40,7 +42,11 @@ export type OpenOptions = {
  */
 export function openEventStream(baseUrl: string, options: OpenOptions): Promise<EventStreamClient> {
   const url = new URL(`/plants/events${options.query === undefined ? "" : `?${options.query}`}`, baseUrl);
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: "text/event-stream" };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${options.token}`,
+    accept: "text/event-stream",
+    ...options.headers,
+  };
   if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
   return new Promise((resolve, reject) => {
     const req = request(url, { headers, agent: options.agent ?? false }, (res) => {

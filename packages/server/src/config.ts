@@ -277,7 +277,7 @@ export const SETTINGS = {
       env: "PLANTSTORE_EVENTS_BUFFER_LIMIT",
       type: int(1024, 64 * 1024 * 1024),
       default: "262144",
-      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. Each open stream holds at most about this much memory.",
+      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. The bytes the kernel holds for the stream count too: its send buffer is capped at a quarter of this (`SO_SNDBUF`, through koffi's prebuilt binary), and on Linux what it holds is read and added once writes back up. So each open stream holds at most about this much memory, the server's and the kernel's together, plus the events of its last write. Where the buffer cannot be capped (Windows), the server warns at start and counts its own bytes alone.",
     }),
     authCheckMs: setting({
       env: "PLANTSTORE_EVENTS_AUTH_CHECK_MS",

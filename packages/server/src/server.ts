@@ -20,6 +20,7 @@ import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
 import { EventStreams } from "./http/plant-events.ts";
 import { checkFraming } from "./http/request-framing.ts";
+import { type KernelSendBuffer, loadKernelSendBuffer } from "./http/send-buffer.ts";
 import { changeFrames, positionFrame } from "./http/sse-frames.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
@@ -202,7 +203,25 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
-  const eventStreams = startChangeFeed(store, config, { authenticator, logger, logThrottle, metrics }, options.clock);
+  const kernelSendBuffer = await loadKernelSendBuffer();
+  if ("unavailable" in kernelSendBuffer) {
+    logger.warn(
+      { component: "events", reason: kernelSendBuffer.unavailable },
+      "the kernel's send buffer of GET /plants/events streams cannot be capped here: a stream whose client stops reading may hold up to the kernel's own limit (net.ipv4.tcp_wmem) beyond PLANTSTORE_EVENTS_BUFFER_LIMIT",
+    );
+  }
+  const eventStreams = startChangeFeed(
+    store,
+    config,
+    {
+      authenticator,
+      logger,
+      logThrottle,
+      metrics,
+      kernelSendBuffer: "unavailable" in kernelSendBuffer ? undefined : kernelSendBuffer,
+    },
+    options.clock,
+  );
   teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
@@ -319,7 +338,14 @@ function startChangeFeed(
     logger,
     logThrottle,
     metrics,
-  }: { authenticator: Authenticator; logger: Logger; logThrottle: LogThrottle; metrics: Metrics },
+    kernelSendBuffer,
+  }: {
+    authenticator: Authenticator;
+    logger: Logger;
+    logThrottle: LogThrottle;
+    metrics: Metrics;
+    kernelSendBuffer: KernelSendBuffer | undefined;
+  },
   clock: Clock | undefined,
 ): EventStreams {
   const eventsLogger = logger.child({ component: "events" });
@@ -345,6 +371,7 @@ function startChangeFeed(
       maxStreams: Math.max(1, Math.floor((config.maxConnections * connectionShare) / 100)),
     },
     clientAddress: clientAddressOf(config.trustedProxies),
+    kernelSendBuffer,
     fanout,
     authenticator,
     metrics,

@@ -12,6 +12,7 @@ import type { Metrics } from "../metrics.ts";
 import { addressGroup } from "../rate-limit/address-group.ts";
 import type { ClientAddress } from "./client-address.ts";
 import type { PlainPath } from "./plain-paths.ts";
+import type { KernelSendBuffer } from "./send-buffer.ts";
 import { HEARTBEAT_FRAME, positionFrame, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
 import { StreamLimits, type StreamLimitSettings } from "./stream-limits.ts";
 
@@ -20,7 +21,10 @@ export const PLANT_EVENTS_PATH = "/plants/events";
 type EventStreamSettings = {
   /** A comment is written to every stream this often, so proxies and clients see it alive. */
   heartbeatMs: number;
-  /** A stream whose unsent bytes pass this after an event is closed there (a slow consumer). */
+  /**
+   * A stream whose unsent bytes pass this after an event is closed there (a slow consumer),
+   * counting what the kernel holds for it (`kernelSendBuffer`) with what the server does.
+   */
   bufferLimitBytes: number;
   /** How often each stream's token is checked again (revoked, expired). */
   authCheckMs: number;
@@ -31,6 +35,8 @@ export type EventStreamsOptions = EventStreamSettings & {
   limits: StreamLimitSettings;
   /** Where a request comes from, as the rest of the app tells it (trusted proxies). */
   clientAddress: ClientAddress;
+  /** Caps and reads each stream's kernel send buffer; without it the limit counts the server's bytes alone. */
+  kernelSendBuffer?: KernelSendBuffer | undefined;
   fanout: ChangeFanout;
   metrics: Metrics;
   authenticator: Authenticator;
@@ -41,6 +47,10 @@ export type EventStreamsOptions = EventStreamSettings & {
 type Stream = {
   token: string;
   res: Koa.Context["res"];
+  /** What the server may hold unsent for it: the limit less what its kernel buffer may hold. */
+  unsentLimit: number;
+  /** Reads what its kernel buffer holds, when that can be told. */
+  kernelQueued: (() => number | undefined) | undefined;
   subscription: Subscription | undefined;
   end: (why: CloseReason) => void;
 };
@@ -148,6 +158,13 @@ export class EventStreams {
     // The stream is idle between events by design: heartbeats show it alive, and the write-stall
     // watcher (connections.ts) still cuts a peer that stops taking bytes.
     ctx.req.socket.setTimeout(0);
+    // The kernel would otherwise queue megabytes for a client that stops reading (its send buffer
+    // grows by itself up to net.ipv4.tcp_wmem), unseen by writableLength: cap it at a quarter of
+    // the limit, and count what it holds in the limit (#write).
+    const { bufferLimitBytes, kernelSendBuffer } = this.#options;
+    const { socket } = ctx.req;
+    const kernelShare = Math.floor(bufferLimitBytes / 4);
+    const capped = kernelSendBuffer?.cap(socket, kernelShare) ?? false;
     res.writeHead(200);
     res.write(RETRY_FRAME + (start.reset ? resetFrame(start.after) : positionFrame(start.after)));
 
@@ -155,6 +172,8 @@ export class EventStreams {
     const stream: Stream = {
       token,
       res,
+      unsentLimit: capped ? bufferLimitBytes - kernelShare : bufferLimitBytes,
+      kernelQueued: capped ? () => kernelSendBuffer?.queued(socket) : undefined,
       subscription: undefined,
       end: (why) => {
         if (!this.#streams.delete(stream)) return;
@@ -191,9 +210,17 @@ export class EventStreams {
 
   #write(stream: Stream, text: string): void {
     if (!this.#streams.has(stream)) return;
+    const backlog = stream.res.writableLength;
     stream.res.write(text);
     // Checked after a whole write, so the stream ends after its last whole event and the client resumes from it.
-    if (stream.res.writableLength > this.#options.bufferLimitBytes) stream.end("slow_consumer");
+    const unsent = stream.res.writableLength;
+    // While nothing backs up, the kernel takes every write and holds at most its cap (and the one
+    // packet it may take beyond it). Once writes back up its buffer is full: what it holds is read
+    // where that can be done, and counted with the server's bytes.
+    const queued = backlog > 0 ? stream.kernelQueued?.() : 0;
+    if (queued === undefined ? unsent > stream.unsentLimit : unsent + queued > this.#options.bufferLimitBytes) {
+      stream.end("slow_consumer");
+    }
   }
 
   /** One check per distinct token, however many streams share it. */

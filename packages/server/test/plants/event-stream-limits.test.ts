@@ -1,4 +1,8 @@
+import { readFileSync } from "node:fs";
+import type { Socket } from "node:net";
+
 import { eventually } from "@plantstore/test-support/eventually";
+import koffi from "koffi";
 import { afterEach, describe, expect, it } from "vitest";
 
 import type { Config } from "../../src/config.ts";
@@ -24,7 +28,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-type Limits = Pick<Config["events"], "maxPerToken" | "maxPerAddress" | "connectionShare" | "heartbeatMs">;
+type Limits = Pick<
+  Config["events"],
+  "maxPerToken" | "maxPerAddress" | "connectionShare" | "heartbeatMs" | "bufferLimitBytes"
+>;
 
 async function server(limits: Partial<Limits>, overrides: Partial<Config> = {}): Promise<TestServer> {
   const { loadConfig } = await import("../../src/config.ts");
@@ -151,5 +158,79 @@ describe("GET /plants/events: the streams' share of PLANTSTORE_MAX_CONNECTIONS (
     ).toBe(200);
     expect((await target.send({ method: "GET", path: "/healthz" })).status).toBe(200);
     expect(await refusals(target)).toEqual({ capacity: 1 });
+  });
+});
+
+/**
+ * Caps a client socket's receive buffer (SO_RCVBUF, Linux's numbers), through koffi as the server
+ * caps its send buffers. Left alone, a client that never reads lets its kernel take megabytes
+ * (receive autotuning) before the server's side backs up at all: thousands of plants per stream.
+ */
+function shrinkReceiveBuffer(socket: Socket, bytes: number): void {
+  const setsockopt = koffi
+    .load(null)
+    .func("int setsockopt(int fd, int level, int optname, const int *optval, uint32_t optlen)");
+  const fd = (socket as Socket & { _handle: { fd: number } })._handle.fd;
+  if (setsockopt(fd, 1, 8, [bytes], 4) !== 0) throw new Error("setsockopt(SO_RCVBUF) failed");
+}
+
+/**
+ * The bytes the kernel holds unsent or unacknowledged (`tx_queue`) on each of the server's
+ * established connections on `port`, from /proc/net/tcp: what the server's process cannot see.
+ */
+function serverSendQueues(port: number): number[] {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  return readFileSync("/proc/net/tcp", "latin1")
+    .split("\n")
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[1]?.endsWith(local) && fields[3] === "01")
+    .map((fields) => parseInt(fields[4]!.split(":")[0]!, 16));
+}
+
+describe("GET /plants/events: what a stream holds, counting the kernel's send buffer", () => {
+  it("closes 50 streams that never read as slow consumers, none holding more than PLANTSTORE_EVENTS_BUFFER_LIMIT in the kernel and the server together", async () => {
+    const limit = 65_536;
+    const target = await server({ bufferLimitBytes: limit, maxPerToken: 50 });
+    const feeds = [];
+    for (let i = 0; i < 50; i++) {
+      const feed = await stream(target.url, {
+        token: TOKEN,
+        onConnect: (socket) => shrinkReceiveBuffer(socket, 8_192),
+      });
+      feed.pause();
+      feeds.push(feed);
+    }
+    const slow = async () => {
+      const metrics = await rawRequest(target.url, {
+        method: "GET",
+        path: "/metrics",
+        headers: { authorization: `Bearer ${TOKEN}`, connection: "close" },
+      });
+      return Number(
+        /^plantstore_event_streams_closed_total\{reason="slow_consumer"\} (\d+)$/m.exec(metrics.text)?.[1] ?? 0,
+      );
+    };
+    // Events of about 250 bytes, 200 at a time, so each write to a stream stays below its bound
+    // and a stream passes it by falling behind. Through the store itself: only the volume matters.
+    const name = "n".repeat(200);
+    let created = 0;
+    let mostQueued = 0;
+    let closed: number;
+    while ((closed = await slow()) < 50 && created < 20_000) {
+      const ids = Array.from({ length: 200 }, (_, i) => BigInt(created + i + 1));
+      await Promise.all(ids.map((id) => target.store.create({ id, name })));
+      created += ids.length;
+      mostQueued = Math.max(mostQueued, ...serverSendQueues(target.port));
+    }
+    expect(closed, `streams closed as slow consumers after ${created} plants`).toBe(50);
+    // What the kernel held for a stream is counted in its bound, so it never holds more than that.
+    expect(mostQueued).toBeGreaterThan(0);
+    expect(mostQueued, `the most one server socket held in the kernel`).toBeLessThanOrEqual(limit);
+    // Each ends after its last whole event, once its client reads again.
+    for (const feed of feeds) {
+      feed.resume();
+      expect(await feed.ended).toEqual({ complete: true });
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { type Agent, request } from "node:http";
+import type { Socket } from "node:net";
 
 /** One server-sent event as a client's parser hands it over. */
 export type ReceivedEvent = { id: string; event: string; data: string };
@@ -33,6 +34,8 @@ export type OpenOptions = {
   /** More request headers (an `X-Forwarded-For`, say). */
   headers?: Record<string, string>;
   agent?: Agent;
+  /** Called with the client's socket once it is connected, before the request is sent. */
+  onConnect?: (socket: Socket) => void;
 };
 
 /**
@@ -113,6 +116,9 @@ export function openEventStream(baseUrl: string, options: OpenOptions): Promise<
       });
     });
     req.on("error", reject);
+    const { onConnect } = options;
+    if (onConnect !== undefined)
+      req.once("socket", (socket: Socket) => socket.once("connect", () => onConnect(socket)));
     req.end();
   });
 }

@@ -69,6 +69,12 @@ export const ErrorCodes = {
       "This change needs If-Match with the plant's current ETag, so it cannot overwrite a change it has not seen.",
   },
   RATE_LIMITED: { error: 42900, status: 429, meaning: "Too many requests; retry after the time in Retry-After." },
+  TOO_MANY_STREAMS: {
+    error: 42901,
+    status: 429,
+    meaning:
+      "The token, or the client address, holds as many open event streams as it may; close one, or retry after Retry-After.",
+  },
   INTERNAL: { error: 50000, status: 500, meaning: "An unexpected failure; details are logged, never sent." },
   UNAVAILABLE: { error: 50300, status: 503, meaning: "The store cannot reach its database right now; retry shortly." },
   SERVER_BUSY: {
@@ -90,6 +96,12 @@ export const ErrorCodes = {
     error: 50304,
     status: 503,
     meaning: "The database cannot be written (a read-only file or mount); nothing of the request was stored.",
+  },
+  STREAMS_FULL: {
+    error: 50306,
+    status: 503,
+    meaning:
+      "The instance holds as many event streams as it accepts (their share of its connections); retry after Retry-After, or on another instance.",
   },
   STORAGE_FAILED: {
     error: 50305,

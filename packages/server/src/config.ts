@@ -239,8 +239,8 @@ export const SETTINGS = {
   maxConnections: setting({
     env: "PLANTSTORE_MAX_CONNECTIONS",
     type: int(1, 1_000_000),
-    default: "10000",
-    help: "Open connections the API port holds at most (per worker process); beyond, `503` (`50301`). Keep it below `ulimit -n`.",
+    default: "12500",
+    help: "Open connections the API port holds at most (per worker process); beyond, `503` (`50301`), except `GET`/`HEAD /healthz`, which is always answered. Keep it below `ulimit -n`. The default leaves 10,000 for `GET /plants/events` streams (see `PLANTSTORE_EVENTS_CONNECTION_SHARE`) and 2,500 for requests.",
   }),
   shutdownTimeoutMs: setting({
     env: "PLANTSTORE_SHUTDOWN_TIMEOUT_MS",
@@ -255,11 +255,29 @@ export const SETTINGS = {
       default: "15000",
       help: "`GET /plants/events`: a `: heartbeat` comment is written to every open stream this often (at most 15 s), so proxies and clients see it alive.",
     }),
+    maxPerToken: setting({
+      env: "PLANTSTORE_EVENTS_MAX_PER_TOKEN",
+      type: int(1, 1_000_000),
+      default: "32",
+      help: "`GET /plants/events`: open streams one token may hold on this instance (per `sub` for JWTs; `PLANTSTORE_TOKENS` count too); beyond, `429` (`42901`). A subscriber needs one stream per filter it watches, a few at most, plus the ones a lost connection leaves open until the server notices; 32 is ample for that and keeps one token to a small part of the instance. Raise it for a token shared by many clients (a read-only token in a web page).",
+    }),
+    maxPerAddress: setting({
+      env: "PLANTSTORE_EVENTS_MAX_PER_ADDRESS",
+      type: int(1, 1_000_000),
+      default: "256",
+      help: "`GET /plants/events`: open streams one client address may hold on this instance, whatever its tokens (an IPv6 client per /64; behind proxies, the address `PLANTSTORE_TRUSTED_PROXIES` finds); beyond, `429` (`42901`). Higher than the per-token cap because many subscribers can share an address (an office behind NAT); set the trusted proxies, or every stream through a proxy counts as the proxy's.",
+    }),
+    connectionShare: setting({
+      env: "PLANTSTORE_EVENTS_CONNECTION_SHARE",
+      type: int(1, 100),
+      default: "80",
+      help: "`GET /plants/events`: the percentage of `PLANTSTORE_MAX_CONNECTIONS` that streams may hold on this instance; beyond, `503` (`50306`), so streams, which stay open, never take the connections ordinary requests need. With the defaults, 10,000 streams (each subscriber with its own token or address) and 2,500 other connections.",
+    }),
     bufferLimitBytes: setting({
       env: "PLANTSTORE_EVENTS_BUFFER_LIMIT",
       type: int(1024, 64 * 1024 * 1024),
       default: "262144",
-      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. Each open stream holds at most about this much memory.",
+      help: "`GET /plants/events`: a stream whose client has not taken more than this many bytes is closed after its last whole event (a slow consumer); it reconnects with `Last-Event-ID` and misses nothing. The bytes the kernel holds for the stream count too: its send buffer is capped at a quarter of this (`SO_SNDBUF`, through koffi's prebuilt binary), and on Linux what it holds is read and added once writes back up. So each open stream holds at most about this much memory, the server's and the kernel's together, plus the events of its last write. Where the buffer cannot be capped (Windows), the server warns at start and counts its own bytes alone.",
     }),
     authCheckMs: setting({
       env: "PLANTSTORE_EVENTS_AUTH_CHECK_MS",

@@ -88,6 +88,12 @@ export function createMetrics(
       help: "Streams of GET /plants/events open on this instance.",
       registers: [registry],
     }),
+    eventStreamsRefused: new Counter({
+      name: "plantstore_event_streams_refused_total",
+      help: "Streams of GET /plants/events refused before they started, by reason: token or address (at its PLANTSTORE_EVENTS_MAX_PER_* cap, 429), capacity (at PLANTSTORE_EVENTS_CONNECTION_SHARE, 503).",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
     eventStreamsClosed: new Counter({
       name: "plantstore_event_streams_closed_total",
       help: "Streams of GET /plants/events that ended, by reason: client, slow_consumer, token (revoked or expired), shutdown, read_failed.",

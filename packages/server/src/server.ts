@@ -14,10 +14,13 @@ import { startChangePruner } from "./changes/change-pruner.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createApp } from "./http/app.ts";
+import { clientAddressOf } from "./http/client-address.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { guardConnections } from "./http/connections.ts";
 import { createMetricsApp } from "./http/metrics-app.ts";
 import { EventStreams } from "./http/plant-events.ts";
+import { checkFraming } from "./http/request-framing.ts";
+import { type KernelSendBuffer, loadKernelSendBuffer } from "./http/send-buffer.ts";
 import { changeFrames, positionFrame } from "./http/sse-frames.ts";
 import { LogThrottle } from "./log-throttle.ts";
 import { createLogger } from "./logger.ts";
@@ -58,7 +61,8 @@ export type StartOptions = {
   /**
    * Time for what waits, retries or expires: webhook delivery (attempts, retries, leases,
    * deadlines, polling), rate-limit windows counted in memory and address blocks, token expiry and
-   * the token and key caches; by default the wall clock. Tests move one on instead of sleeping.
+   * the token and key caches, readiness' write stalls and probes; by default the wall clock (a
+   * monotonic one for readiness). Tests move one on instead of sleeping.
    */
   clock?: Clock;
   /**
@@ -120,7 +124,7 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics.dependencyCircuitOpen.set({ dependency: "postgres" }, 0);
     metrics.dependencyCircuitOpenings.inc({ dependency: "postgres" }, 0);
   }
-  const writeHealth = new WriteHealth();
+  const writeHealth = new WriteHealth({ clock: options.clock });
   // Shared by the request log and background work, so an outage writes one line per kind of failure per interval.
   const logThrottle = new LogThrottle();
   // Last of all: counts of repeated failures not yet written would otherwise be lost with the process.
@@ -199,7 +203,25 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
     metrics,
     clock: options.clock,
   });
-  const eventStreams = startChangeFeed(store, config, { authenticator, logger, logThrottle, metrics }, options.clock);
+  const kernelSendBuffer = await loadKernelSendBuffer();
+  if ("unavailable" in kernelSendBuffer) {
+    logger.warn(
+      { component: "events", reason: kernelSendBuffer.unavailable },
+      "the kernel's send buffer of GET /plants/events streams cannot be capped here: a stream whose client stops reading may hold up to the kernel's own limit (net.ipv4.tcp_wmem) beyond PLANTSTORE_EVENTS_BUFFER_LIMIT",
+    );
+  }
+  const eventStreams = startChangeFeed(
+    store,
+    config,
+    {
+      authenticator,
+      logger,
+      logThrottle,
+      metrics,
+      kernelSendBuffer: "unavailable" in kernelSendBuffer ? undefined : kernelSendBuffer,
+    },
+    options.clock,
+  );
   teardown.defer(() => eventStreams.closeAll());
   const app = createApp({
     router: appRouter,
@@ -225,8 +247,10 @@ async function openAndListen(options: StartOptions, logger: Logger, teardown: Te
       keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the two timeouts above on this interval (30 s by default, too coarse for them).
       connectionsCheckingInterval: Math.min(1_000, config.headersTimeoutMs),
+      // Node's check answers a bare 400; checkFraming answers it with the Error body.
+      requireHostHeader: false,
     },
-    koaListener(app.callback()),
+    checkFraming(koaListener(app.callback())),
   );
   const stallMarginMs = options.stallMarginMs ?? STALL_MARGIN_MS;
   server.timeout = config.requestTimeoutMs + stallMarginMs;
@@ -314,7 +338,14 @@ function startChangeFeed(
     logger,
     logThrottle,
     metrics,
-  }: { authenticator: Authenticator; logger: Logger; logThrottle: LogThrottle; metrics: Metrics },
+    kernelSendBuffer,
+  }: {
+    authenticator: Authenticator;
+    logger: Logger;
+    logThrottle: LogThrottle;
+    metrics: Metrics;
+    kernelSendBuffer: KernelSendBuffer | undefined;
+  },
   clock: Clock | undefined,
 ): EventStreams {
   const eventsLogger = logger.child({ component: "events" });
@@ -331,7 +362,22 @@ function startChangeFeed(
         (repeats) => eventsLogger.warn({ repeats }, "reading the change log failed (repeats)"),
       ),
   });
-  return new EventStreams({ ...config.events, fanout, authenticator, metrics, logger: eventsLogger, clock });
+  const { maxPerToken, maxPerAddress, connectionShare, ...settings } = config.events;
+  return new EventStreams({
+    ...settings,
+    limits: {
+      maxPerToken,
+      maxPerAddress,
+      maxStreams: Math.max(1, Math.floor((config.maxConnections * connectionShare) / 100)),
+    },
+    clientAddress: clientAddressOf(config.trustedProxies),
+    kernelSendBuffer,
+    fanout,
+    authenticator,
+    metrics,
+    logger: eventsLogger,
+    clock,
+  });
 }
 
 /** /metrics on its own port, for scrapers on a private network; everything else there is 404. */

@@ -3,6 +3,7 @@ import { Server as NetServer, type Socket } from "node:net";
 
 import { ApiError } from "../errors.ts";
 import { rawErrorResponse } from "./client-error.ts";
+import { HEALTHZ_BODY } from "./plain-paths.ts";
 import { watchWriteStalls } from "./write-stalls.ts";
 
 export type ConnectionGuard = {
@@ -25,8 +26,13 @@ export type ConnectionGuardOptions = {
   writeStallMs: number;
 };
 
-// A refused client gets this long to read its 503 and close; then the socket is destroyed.
+// A refused client gets this long to send its request, then to read the answer and close; then
+// the socket is destroyed.
 const REFUSED_LINGER_MS = 2_000;
+// How much of a refused connection's first request is read, at most, to find its request line.
+const REFUSED_PEEK_BYTES = 1_024;
+// A liveness probe: answered on a refused connection as /healthz always answers.
+const HEALTHZ_REQUEST_LINE = /^(GET|HEAD) \/healthz(?:\?[^ ]*)? HTTP\/1\.[01]\r?\n/;
 const IDLE_SWEEP_MS = 100;
 // How often stalled writers are looked for, at most: a stalled one is cut up to this much before
 // its bound (the last byte moved at some time between two looks), never after it.
@@ -68,8 +74,7 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
   server.removeAllListeners("connection");
   server.on("connection", (socket: Socket) => {
     if (sockets.size >= options.maxConnections && !draining) {
-      refuse(socket);
-      options.onRefused?.();
+      refuse(socket, () => options.onRefused?.());
       return;
     }
     sockets.add(socket);
@@ -138,14 +143,44 @@ function closeAfter(res: ServerResponse): void {
   if (!res.headersSent) res.setHeader("Connection", "close");
 }
 
-function refuse(socket: Socket): void {
+/**
+ * Answers a connection past the cap once its request line has arrived: `GET`/`HEAD /healthz` as
+ * always (a supervisor must not restart a live process because its connections are taken), every
+ * other request 503. A refused connection holds no place under the cap, so no number of them can
+ * take that answer away, and it never reaches the HTTP parser.
+ */
+function refuse(socket: Socket, onRefused: () => void): void {
   socket.on("error", () => socket.destroy());
+  let head = "";
+  let answered = false;
+  const answer = () => {
+    answered = true;
+    const healthz = HEALTHZ_REQUEST_LINE.exec(head);
+    if (healthz === null) onRefused();
+    socket.end(
+      healthz === null
+        ? rawErrorResponse(new ApiError("SERVER_BUSY", "the server is at its connection limit; retry shortly"), {
+            "Retry-After": "1",
+          })
+        : rawHealthzResponse(healthz[1] === "HEAD"),
+    );
+  };
   // Read and drop whatever the client sends, so closing does not reset the answer away.
-  socket.resume();
-  socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
-  socket.end(
-    rawErrorResponse(new ApiError("SERVER_BUSY", "the server is at its connection limit; retry shortly"), {
-      "Retry-After": "1",
-    }),
+  socket.on("data", (chunk: Buffer) => {
+    if (answered) return;
+    head += chunk.toString("latin1", 0, REFUSED_PEEK_BYTES - head.length);
+    if (head.includes("\n") || head.length >= REFUSED_PEEK_BYTES) answer();
+  });
+  socket.setTimeout(REFUSED_LINGER_MS, () => (answered ? socket.destroy() : answer()));
+}
+
+function rawHealthzResponse(head: boolean): string {
+  return (
+    "HTTP/1.1 200 OK\r\n" +
+    "Content-Type: application/json; charset=utf-8\r\n" +
+    `Content-Length: ${Buffer.byteLength(HEALTHZ_BODY)}\r\n` +
+    "Cache-Control: no-store\r\n" +
+    "Connection: close\r\n\r\n" +
+    (head ? "" : HEALTHZ_BODY)
   );
 }

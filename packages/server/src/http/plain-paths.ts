@@ -28,6 +28,9 @@ export type PlainPathOptions = {
 
 const READ = ["GET", "HEAD"] as const;
 
+/** What `/healthz` answers, here and on a connection past the cap (connections.ts). */
+export const HEALTHZ_BODY = '{"status":"ok"}';
+
 function notReady(problem: WriteProblem): ApiError {
   if (problem.stalledMs !== undefined) {
     const seconds = (problem.stalledMs / 1000).toFixed(1);
@@ -36,7 +39,11 @@ function notReady(problem: WriteProblem): ApiError {
     });
   }
   const { message } = storeFailureAnswer(problem.kind);
-  return storeFailureAnswer(problem.kind, { message: `writes are failing: ${message}` });
+  const held =
+    problem.probeHeldMs === undefined
+      ? ""
+      : `; they failed again after a write probe had succeeded, so the next probe is in ${(problem.probeHeldMs / 1000).toFixed(1)} s`;
+  return storeFailureAnswer(problem.kind, { message: `writes are failing: ${message}${held}` });
 }
 
 /**
@@ -93,7 +100,7 @@ export function plainPaths(options: PlainPathOptions): PlainPath[] {
       methods: READ,
       handler: (ctx) => {
         ctx.type = "application/json";
-        ctx.body = '{"status":"ok"}';
+        ctx.body = HEALTHZ_BODY;
       },
     },
     { path: "/readyz", methods: READ, handler: (ctx) => readiness(store, writeHealth, ctx) },

@@ -25,6 +25,8 @@ const DESCRIPTION = [
   "",
   "**Closing.** The server ends a stream after a whole event when its client falls behind by more than `PLANTSTORE_EVENTS_BUFFER_LIMIT` bytes, when its token is revoked or expires (within `PLANTSTORE_EVENTS_AUTH_CHECK_MS` plus 1 s), and on shutdown: reconnect with `Last-Event-ID`. A reconnect with a token no longer valid is answered 401. Each stream holds a connection (`PLANTSTORE_MAX_CONNECTIONS`) and counts one request against the token's rate limit when it opens.",
   "",
+  "**Limits.** A token may hold at most `PLANTSTORE_EVENTS_MAX_PER_TOKEN` open streams on an instance (32 by default) and a client address `PLANTSTORE_EVENTS_MAX_PER_ADDRESS` (256); past either, 429 (`42901`) with `Retry-After`. All streams together may hold `PLANTSTORE_EVENTS_CONNECTION_SHARE` percent of the instance's connections (80); past it, 503 (`50306`) with `Retry-After`, so that ordinary requests always find a connection.",
+  "",
   "**In a browser.** The browser's `EventSource` cannot subscribe: it cannot send the `Authorization` header, so it is answered 401 and gives up for good (and a token never belongs in a URL). Read the stream with `fetch`, which sends the header, and parse it as SSE: `@plantstore/client`'s `watchPlants` does so, in browsers and Node alike, and reconnects with `Last-Event-ID`.",
   "",
   "**The body** is the stream's text, read as it arrives: a client that waits for the whole body waits until the stream ends. Each event, once parsed (its `id`, `event`, and `data` parsed as JSON), is a `PlantEvent` (`x-itemSchema`, as OpenAPI 3.2 names a streamed item's schema).",
@@ -51,7 +53,14 @@ const EXAMPLE_STREAM =
   );
 
 /** Everything the stream's failures can be, before it starts: afterwards a failure only ends it. */
-const ERRORS: readonly ErrorCodeName[] = ["INVALID_PARAMETER", ...AUTH_ERRORS, ...REQUEST_ERRORS, ...SERVER_ERRORS];
+const ERRORS: readonly ErrorCodeName[] = [
+  "INVALID_PARAMETER",
+  ...AUTH_ERRORS,
+  "TOO_MANY_STREAMS",
+  ...REQUEST_ERRORS,
+  ...SERVER_ERRORS,
+  "STREAMS_FULL",
+];
 
 /**
  * `GET /plants/events` as the document shows it. trpc-to-openapi cannot describe it (a procedure

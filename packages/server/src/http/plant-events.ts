@@ -9,8 +9,12 @@ import type { ChangeFanout, Subscription } from "../changes/change-fanout.ts";
 import { type Clock, every, systemClock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
+import { addressGroup } from "../rate-limit/address-group.ts";
+import type { ClientAddress } from "./client-address.ts";
 import type { PlainPath } from "./plain-paths.ts";
+import type { KernelSendBuffer } from "./send-buffer.ts";
 import { HEARTBEAT_FRAME, positionFrame, resetFrame, RETRY_FRAME } from "./sse-frames.ts";
+import { StreamLimits, type StreamLimitSettings } from "./stream-limits.ts";
 import { strictQuery } from "./strict-query.ts";
 
 export const PLANT_EVENTS_PATH = "/plants/events";
@@ -18,13 +22,22 @@ export const PLANT_EVENTS_PATH = "/plants/events";
 type EventStreamSettings = {
   /** A comment is written to every stream this often, so proxies and clients see it alive. */
   heartbeatMs: number;
-  /** A stream whose unsent bytes pass this after an event is closed there (a slow consumer). */
+  /**
+   * A stream whose unsent bytes pass this after an event is closed there (a slow consumer),
+   * counting what the kernel holds for it (`kernelSendBuffer`) with what the server does.
+   */
   bufferLimitBytes: number;
   /** How often each stream's token is checked again (revoked, expired). */
   authCheckMs: number;
 };
 
 export type EventStreamsOptions = EventStreamSettings & {
+  /** How many streams a token, a client address and the instance may hold. */
+  limits: StreamLimitSettings;
+  /** Where a request comes from, as the rest of the app tells it (trusted proxies). */
+  clientAddress: ClientAddress;
+  /** Caps and reads each stream's kernel send buffer; without it the limit counts the server's bytes alone. */
+  kernelSendBuffer?: KernelSendBuffer | undefined;
   fanout: ChangeFanout;
   metrics: Metrics;
   authenticator: Authenticator;
@@ -35,6 +48,10 @@ export type EventStreamsOptions = EventStreamSettings & {
 type Stream = {
   token: string;
   res: Koa.Context["res"];
+  /** What the server may hold unsent for it: the limit less what its kernel buffer may hold. */
+  unsentLimit: number;
+  /** Reads what its kernel buffer holds, when that can be told. */
+  kernelQueued: (() => number | undefined) | undefined;
   subscription: Subscription | undefined;
   end: (why: CloseReason) => void;
 };
@@ -58,10 +75,12 @@ export class EventStreams {
   readonly #options: EventStreamsOptions;
   readonly #streams = new Set<Stream>();
   readonly #stopTimers: Array<() => void>;
+  readonly #limits: StreamLimits;
   #closing = false;
 
   constructor(options: EventStreamsOptions) {
     this.#options = options;
+    this.#limits = new StreamLimits(options.limits);
     const clock = options.clock ?? systemClock;
     // One timer of a kind for all streams: a thousand open streams cost a thousand writes per tick, not a thousand timers.
     this.#stopTimers = [
@@ -109,7 +128,22 @@ export class EventStreams {
       tag = parsed.data;
     }
     if (this.#closing) throw new ApiError("UNAVAILABLE", "the server is shutting down; reconnect to another instance");
-    const start = await this.#options.fanout.startingPoint(fromHeader ?? fromQuery);
+    // Taken before anything is awaited, so streams opened at once cannot all pass the check; HEAD
+    // is answered as GET would be and gives its place back at once.
+    const givePlaceBack = this.#limits.take(
+      `${principal.kind}:${principal.tokenId}`,
+      addressGroup(this.#options.clientAddress(ctx.req)),
+      (why) => this.#options.metrics.eventStreamsRefused.inc({ reason: why }),
+    );
+    try {
+      await this.#stream(ctx, fromHeader ?? fromQuery, tag);
+    } finally {
+      givePlaceBack();
+    }
+  }
+
+  async #stream(ctx: Koa.Context, resumeAfter: bigint | undefined, tag: string | undefined): Promise<void> {
+    const start = await this.#options.fanout.startingPoint(resumeAfter);
 
     ctx.status = 200;
     ctx.set("Content-Type", "text/event-stream; charset=utf-8");
@@ -126,6 +160,13 @@ export class EventStreams {
     // The stream is idle between events by design: heartbeats show it alive, and the write-stall
     // watcher (connections.ts) still cuts a peer that stops taking bytes.
     ctx.req.socket.setTimeout(0);
+    // The kernel would otherwise queue megabytes for a client that stops reading (its send buffer
+    // grows by itself up to net.ipv4.tcp_wmem), unseen by writableLength: cap it at a quarter of
+    // the limit, and count what it holds in the limit (#write).
+    const { bufferLimitBytes, kernelSendBuffer } = this.#options;
+    const { socket } = ctx.req;
+    const kernelShare = Math.floor(bufferLimitBytes / 4);
+    const capped = kernelSendBuffer?.cap(socket, kernelShare) ?? false;
     res.writeHead(200);
     res.write(RETRY_FRAME + (start.reset ? resetFrame(start.after) : positionFrame(start.after)));
 
@@ -133,6 +174,8 @@ export class EventStreams {
     const stream: Stream = {
       token,
       res,
+      unsentLimit: capped ? bufferLimitBytes - kernelShare : bufferLimitBytes,
+      kernelQueued: capped ? () => kernelSendBuffer?.queued(socket) : undefined,
       subscription: undefined,
       end: (why) => {
         if (!this.#streams.delete(stream)) return;
@@ -169,9 +212,17 @@ export class EventStreams {
 
   #write(stream: Stream, text: string): void {
     if (!this.#streams.has(stream)) return;
+    const backlog = stream.res.writableLength;
     stream.res.write(text);
     // Checked after a whole write, so the stream ends after its last whole event and the client resumes from it.
-    if (stream.res.writableLength > this.#options.bufferLimitBytes) stream.end("slow_consumer");
+    const unsent = stream.res.writableLength;
+    // While nothing backs up, the kernel takes every write and holds at most its cap (and the one
+    // packet it may take beyond it). Once writes back up its buffer is full: what it holds is read
+    // where that can be done, and counted with the server's bytes.
+    const queued = backlog > 0 ? stream.kernelQueued?.() : 0;
+    if (queued === undefined ? unsent > stream.unsentLimit : unsent + queued > this.#options.bufferLimitBytes) {
+      stream.end("slow_consumer");
+    }
   }
 
   /** One check per distinct token, however many streams share it. */

@@ -35,6 +35,12 @@ export type GroupCommitOptions<Op, R> = {
   onCommit?: ((batchSize: number, commitMs: number) => void) | undefined;
   /** Told when each batch starts and how it ended, for readiness. */
   health?: WriteHealth | undefined;
+  /**
+   * Whether a committed `op` shows that plants can be stored (default: every op does). A batch of
+   * none of these (the probe, webhook bookkeeping) is only a probe to readiness: a small write can
+   * still fit where plants no longer do.
+   */
+  storesPlants?: ((op: Op) => boolean) | undefined;
 };
 
 type Pending<Op, R> = {
@@ -60,6 +66,7 @@ export class GroupCommit<Op, R> {
   readonly #minOverlapping: number;
   readonly #onCommit: ((batchSize: number, commitMs: number) => void) | undefined;
   readonly #health: WriteHealth | undefined;
+  readonly #storesPlants: (op: Op) => boolean;
   #queue: Array<Pending<Op, R>> = [];
   #inFlight = 0;
   #scheduled = false;
@@ -73,6 +80,7 @@ export class GroupCommit<Op, R> {
     this.#minOverlapping = options.minOverlappingBatch ?? 1;
     this.#onCommit = options.onCommit;
     this.#health = options.health;
+    this.#storesPlants = options.storesPlants ?? (() => true);
   }
 
   get closed(): boolean {
@@ -129,7 +137,7 @@ export class GroupCommit<Op, R> {
   }
 
   async #run(items: Array<Pending<Op, R>>): Promise<void> {
-    const settled = this.#health?.begin();
+    const settled = this.#health?.begin(items.some(({ op }) => this.#storesPlants(op)) ? "write" : "probe");
     try {
       const { results, commitMs } = await this.#commit(items.map(({ op }) => op));
       settled?.();

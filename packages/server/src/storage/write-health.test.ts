@@ -103,4 +103,46 @@ describe("WriteHealth", () => {
     release();
     await eventually(async () => (await writes.check(probe)) === undefined, { what: "the probe's success" });
   });
+
+  it("believes a probe until real writes fail after it, then no probe for 10 s, twice as long each time, until a real write succeeds", async () => {
+    const { writes, advance } = health();
+    let probes = 0;
+    const probe = async () => void probes++;
+    const full = () => writes.begin()(new StoreError("full", "disk full"));
+    full();
+    expect(await writes.check(probe)).toBeUndefined();
+    // The probe said writes succeed; a real one says otherwise.
+    full();
+    expect(await writes.check(probe)).toEqual({ kind: "full", probeHeldMs: 10_000 });
+    // Nor does another small write (webhook bookkeeping) count while probes are distrusted.
+    writes.begin("probe")();
+    advance(9_999);
+    expect(await writes.check(probe)).toEqual({ kind: "full", probeHeldMs: 1 });
+    expect(probes).toBe(1);
+    advance(1);
+    expect(await writes.check(probe)).toBeUndefined();
+    full();
+    expect(await writes.check(probe)).toEqual({ kind: "full", probeHeldMs: 20_000 });
+    advance(20_000);
+    expect(await writes.check(probe)).toBeUndefined();
+    expect(probes).toBe(3);
+    // A real write's success is the proof: probes are believed at once again.
+    writes.begin()();
+    full();
+    expect(await writes.check(probe)).toBeUndefined();
+    full();
+    expect(writes.problem()).toEqual({ kind: "full", probeHeldMs: 10_000 });
+  });
+
+  it("distrusts probes for at most 5 minutes", async () => {
+    const { writes, advance } = health();
+    const full = () => writes.begin()(new StoreError("full", "disk full"));
+    full();
+    for (let round = 0; round < 8; round++) {
+      advance(300_000);
+      expect(await writes.check(async () => {})).toBeUndefined();
+      full();
+    }
+    expect(writes.problem()).toEqual({ kind: "full", probeHeldMs: 300_000 });
+  });
 });

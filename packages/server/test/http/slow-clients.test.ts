@@ -4,6 +4,7 @@ import { connect, type Socket } from "node:net";
 import { eventually } from "@plantstore/test-support/eventually";
 import { describe, expect, it } from "vitest";
 
+import { closeIdleClientConnections } from "../support/client-connections.ts";
 import { rawRequest, startTestServer, TOKEN } from "../support/harness.ts";
 import { randomPlant } from "../support/load.ts";
 import { openRaw, postHead, type RawClient, trickle } from "../support/raw-socket.ts";
@@ -63,8 +64,9 @@ describe("slow and idle clients", () => {
       const metrics = await rawRequest(server.metricsUrl!, { method: "GET", path: "/metrics" });
       return Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1]);
     };
-    const healthz = () =>
-      rawRequest(server.url, { method: "GET", path: "/healthz", headers: { connection: "close" } }).then(
+    // Not /healthz: that is answered even past the cap.
+    const served = () =>
+      rawRequest(server.url, { method: "GET", path: "/readyz", headers: { connection: "close" } }).then(
         (answer) => answer.status,
         () => 0,
       );
@@ -86,13 +88,13 @@ describe("slow and idle clients", () => {
       client.write(pipelined);
       clients.push(client);
     }
-    expect(await healthz()).toBe(503);
+    expect(await served()).toBe(503);
     expect(await openConnections()).toBe(10);
 
     const boundMs = requestTimeoutMs + STALL_MARGIN_MS;
     let status = 0;
-    await eventually(async () => (status = await healthz()) === 200, {
-      what: () => `/healthz to answer 200 again within ${boundMs} ms (it answers ${status})`,
+    await eventually(async () => (status = await served()) === 200, {
+      what: () => `/readyz to answer 200 again within ${boundMs} ms (it answers ${status})`,
       // The bound, plus what polling and the last check of the connections add.
       timeoutMs: boundMs + 1_000 - (Date.now() - sent),
     });
@@ -152,48 +154,53 @@ describe("slow and idle clients", () => {
 });
 
 describe("PLANTSTORE_MAX_CONNECTIONS", () => {
-  it("answers connections beyond the cap with 503 (50301) and Retry-After, and serves again once some close", async () => {
-    await using server = await startTestServer({ maxConnections: 20, metrics: "public" });
-    // Whether the server let each connection through: it answers one past the cap (and ends it)
-    // in its own 'connection' listener, which runs before this one.
-    const letThrough: boolean[] = [];
-    server.server.on("connection", (socket: Socket) => letThrough.push(!socket.writableEnded));
-    // Fill the server up (the harness already holds a keep-alive connection or so): the first
-    // connection past the cap is answered 503 at once, whatever it sends.
+  /**
+   * A server with a cap of `max` and every place taken by a raw client that sends nothing. /metrics
+   * is on a port of its own, so the count can be read while the API port is full.
+   */
+  async function fullServer(max: number) {
+    const server = await startTestServer({ maxConnections: max, metricsPort: 0 });
+    const metrics = async () => (await rawRequest(server.metricsUrl!, { method: "GET", path: "/metrics" })).text;
+    const open = async () => Number(/^plantstore_http_open_connections (\d+)$/m.exec(await metrics())?.[1]);
+    // The harness's own keep-alive connection (it read /openapi.json) would free its place when it idles out.
+    closeIdleClientConnections(server.url);
+    let count = -1;
+    await eventually(async () => (count = await open()) === 0, { what: () => `no connection open (${count})` });
     const held: RawClient[] = [];
-    let refused: RawClient | undefined;
-    while (refused === undefined && held.length < 30) {
-      const index = letThrough.length;
-      const client = await openRaw(server.port);
-      await eventually(() => letThrough.length > index, { what: `the server to see connection ${index + 1}` });
-      if (letThrough[index]) held.push(client);
-      else refused = client;
+    while (held.length < max) {
+      held.push(await openRaw(server.port));
+      await eventually(async () => (count = await open()) === held.length, {
+        what: () => `the server to hold ${held.length} connections (${count})`,
+      });
     }
-    expect(refused, "a connection past the cap").toBeDefined();
-    expect(held.length).toBeLessThanOrEqual(20);
-    expect(held.length).toBeGreaterThanOrEqual(15);
-    // A refused client's request is never served, even when it arrives after the 503.
+    const close = async () => {
+      for (const client of held) client.socket.destroy();
+      await server.close();
+    };
+    return { server, held, metrics, open, [Symbol.asyncDispose]: close };
+  }
+
+  it("answers connections beyond the cap with 503 (50301) and Retry-After, and serves again once some close", async () => {
+    await using full = await fullServer(20);
+    const { server, held, metrics, open } = full;
+    // A refused client's request is never served.
+    const refused = await openRaw(server.port);
     const unserved = randomPlant();
-    refused!.write(postHead(TOKEN, Buffer.byteLength(unserved.body)) + unserved.body);
-    await refused!.closed;
+    refused.write(postHead(TOKEN, Buffer.byteLength(unserved.body)) + unserved.body);
+    await refused.closed;
     expect(await server.store.get(unserved.id)).toBeUndefined();
-    const [answer] = refused!.answers();
+    const [answer] = refused.answers();
     expect(answer).toMatchObject({
       status: 503,
       headers: { "retry-after": "1", "content-type": "application/json; charset=utf-8" },
     });
     expect(JSON.parse(answer!.body)).toEqual({ error: 50301, message: expect.any(String) });
     for (const client of held.slice(0, 5)) client.socket.destroy();
-    // The server sees those five go before it is asked for its gauge: a request made while it is
-    // still full would be refused, and counted.
-    let open = -1;
-    await eventually(async () => (open = await connectionCount(server.server)) <= 16, {
-      what: () => `the server to see five connections close (${open} open)`,
+    let count = -1;
+    await eventually(async () => (count = await open()) <= 15, {
+      what: () => `the server to see five connections close (${count} open)`,
     });
-    const metrics = await rawRequest(server.url, { method: "GET", path: "/metrics", headers: { connection: "close" } });
-    expect(metrics.status).toBe(200);
-    expect(metrics.text).toMatch(/^plantstore_http_connections_refused_total 1$/m);
-    expect(Number(/^plantstore_http_open_connections (\d+)$/m.exec(metrics.text)?.[1])).toBeLessThanOrEqual(16);
+    expect(await metrics()).toMatch(/^plantstore_http_connections_refused_total 1$/m);
     const plant = randomPlant();
     const created = await rawRequest(server.url, {
       method: "POST",
@@ -202,6 +209,38 @@ describe("PLANTSTORE_MAX_CONNECTIONS", () => {
       body: plant.body,
     });
     expect(created.status).toBe(200);
-    for (const client of held) client.socket.destroy();
+  });
+
+  it("answers GET and HEAD /healthz beyond the cap as usual, so liveness never depends on a free place", async () => {
+    await using full = await fullServer(4);
+    const { server, metrics } = full;
+    const exchange = async (request: string, head = false) => {
+      const client = await openRaw(server.port);
+      client.write(request);
+      await client.closed;
+      return client.answers({ head });
+    };
+    expect(await exchange("GET /healthz HTTP/1.1\r\nHost: plantstore\r\n\r\n")).toEqual([
+      expect.objectContaining({
+        status: 200,
+        headers: expect.objectContaining({ "content-type": "application/json; charset=utf-8", connection: "close" }),
+        body: '{"status":"ok"}',
+      }),
+    ]);
+    expect(await exchange("HEAD /healthz?probe=1 HTTP/1.1\r\nHost: plantstore\r\n\r\n", true)).toEqual([
+      expect.objectContaining({ status: 200, body: "" }),
+    ]);
+    // Only /healthz: readiness, the API and a request that only starts like /healthz are refused.
+    for (const request of [
+      "GET /readyz HTTP/1.1\r\nHost: plantstore\r\n\r\n",
+      "GET /healthzz HTTP/1.1\r\nHost: plantstore\r\n\r\n",
+      "POST /healthz HTTP/1.1\r\nHost: plantstore\r\nContent-Length: 0\r\n\r\n",
+      `GET /plants HTTP/1.1\r\nHost: plantstore\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`,
+    ]) {
+      const [answer] = await exchange(request);
+      expect(answer, request).toMatchObject({ status: 503, headers: { "retry-after": "1" } });
+      expect(JSON.parse(answer!.body), request).toEqual({ error: 50301, message: expect.any(String) });
+    }
+    expect(await metrics()).toMatch(/^plantstore_http_connections_refused_total 4$/m);
   });
 });

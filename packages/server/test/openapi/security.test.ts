@@ -74,10 +74,12 @@ describe("GET /openapi.json on authentication, scopes and rate limits", () => {
         responses["401"]?.["x-error-codes"]?.map((c) => c.error),
         where,
       ).toEqual([ErrorCodes.MISSING_TOKEN.error, ErrorCodes.INVALID_TOKEN.error]);
+      // The change feed's streams are also capped per token and per client address.
+      const tooMany = path === "/plants/events" ? [ErrorCodes.TOO_MANY_STREAMS.error] : [];
       expect(
         responses["429"]?.["x-error-codes"]?.map((c) => c.error),
         where,
-      ).toEqual([ErrorCodes.RATE_LIMITED.error]);
+      ).toEqual([ErrorCodes.RATE_LIMITED.error, ...tooMany]);
       expect(Object.keys(responses["401"]?.headers ?? {}), where).toEqual(["WWW-Authenticate", "Cache-Control"]);
       expect(Object.keys(responses["429"]?.headers ?? {}).sort(), where).toEqual([
         "RateLimit",

@@ -28,7 +28,16 @@ async function server(overrides: Partial<Config> = {}, clock?: SkippableClock): 
 
 function events(overrides: Partial<Config["events"]>): Pick<Config, "events"> {
   return {
-    events: { heartbeatMs: 15_000, bufferLimitBytes: 262_144, authCheckMs: 1_000, pollMs: 1_000, ...overrides },
+    events: {
+      heartbeatMs: 15_000,
+      bufferLimitBytes: 262_144,
+      authCheckMs: 1_000,
+      pollMs: 1_000,
+      maxPerToken: 32,
+      maxPerAddress: 256,
+      connectionShare: 80,
+      ...overrides,
+    },
   };
 }
 
@@ -288,13 +297,16 @@ describe("GET /plants/events", () => {
   });
 
   it("counts each stream against PLANTSTORE_MAX_CONNECTIONS", async () => {
-    const target = await server({ maxConnections: 2 });
+    // Streams may take every place here, to show that each holds one.
+    const target = await server({ maxConnections: 2, ...events({ connectionShare: 100 }) });
     // The harness's own keep-alive connection (it read /openapi.json) must not take a place.
     closeIdleClientConnections(target.url);
     await eventually(async () => (await openConnections(target)) === 0, { what: "no connection open" });
     await stream(target.url, { token: TOKEN });
     await stream(target.url, { token: TOKEN });
-    expectErrorShape(await target.send({ method: "GET", path: "/healthz" }), 503, 50301);
+    expectErrorShape(await target.send({ method: "GET", path: "/readyz" }), 503, 50301);
+    // Liveness is answered even so.
+    expect((await target.send({ method: "GET", path: "/healthz" })).status).toBe(200);
   });
 
   it("closes a slow consumer after its last whole event; it resumes from there and misses nothing", async () => {

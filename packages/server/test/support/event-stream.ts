@@ -1,4 +1,5 @@
 import { type Agent, request } from "node:http";
+import type { Socket } from "node:net";
 
 /** One server-sent event as a client's parser hands it over. */
 export type ReceivedEvent = { id: string; event: string; data: string };
@@ -30,7 +31,11 @@ export type OpenOptions = {
   lastEventId?: string;
   /** The query string, without `?`. */
   query?: string;
+  /** More request headers (an `X-Forwarded-For`, say). */
+  headers?: Record<string, string>;
   agent?: Agent;
+  /** Called with the client's socket once it is connected, before the request is sent. */
+  onConnect?: (socket: Socket) => void;
 };
 
 /**
@@ -40,7 +45,11 @@ export type OpenOptions = {
  */
 export function openEventStream(baseUrl: string, options: OpenOptions): Promise<EventStreamClient> {
   const url = new URL(`/plants/events${options.query === undefined ? "" : `?${options.query}`}`, baseUrl);
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: "text/event-stream" };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${options.token}`,
+    accept: "text/event-stream",
+    ...options.headers,
+  };
   if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
   return new Promise((resolve, reject) => {
     const req = request(url, { headers, agent: options.agent ?? false }, (res) => {
@@ -107,6 +116,9 @@ export function openEventStream(baseUrl: string, options: OpenOptions): Promise<
       });
     });
     req.on("error", reject);
+    const { onConnect } = options;
+    if (onConnect !== undefined)
+      req.once("socket", (socket: Socket) => socket.once("connect", () => onConnect(socket)));
     req.end();
   });
 }

@@ -175,6 +175,7 @@ export class SqliteStore implements PlantStore, WebhookQueue, ChangeLog, ChangeR
       maxBatchesInFlight: 1,
       onCommit: options.onCommit,
       health: options.writeHealth,
+      storesPlants: ({ op }) => op === "create" || op === "update" || op === "replace" || op === "delete",
     });
     this.#init = {
       path: options.path,

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, truncateSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 
+import { type Clock, systemClock } from "../../../src/clock.ts";
 import { type Config, startServer } from "../../../src/index.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { expectErrorShape, logLines, rawRequest, testConfig, type TestResponse, TOKEN } from "../../support/harness.ts";
@@ -15,7 +16,8 @@ import { expectErrorShape, logLines, rawRequest, testConfig, type TestResponse, 
  * SQLite's storage failing under a running server: a full disk (a small tmpfs, filled) and a
  * write lock held by another connection. Each answers 503 with its own code and `Retry-After`,
  * takes `/readyz` to 503 within 2 s and back to 200 within 2 s of the cause going away, and
- * loses nothing it acknowledged nor stores anything it refused.
+ * loses nothing it acknowledged nor stores anything it refused. A disk with room for the probe's
+ * one row but not for the creates keeps `/readyz` at 503 once creates failed after a probe.
  */
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -64,27 +66,28 @@ function fillDisk(path: string): void {
   }
 }
 
-async function serverOn(databasePath: string, overrides: Partial<Config> = {}) {
+async function serverOn(databasePath: string, overrides: Partial<Config> = {}, clock?: Clock) {
   const { lines, sink } = logLines();
   const running = await startServer({
     config: testConfig(`sqlite:${databasePath}`, { logLevel: "info", ...overrides }),
     logger: createLogger("info", sink),
+    ...(clock === undefined ? {} : { clock }),
   });
   cleanups.push(() => running.close());
   let nextId = 1;
-  const post = (id: number) =>
+  const post = (id: number, name: string) =>
     rawRequest(running.url, {
       method: "POST",
       path: "/plants",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ id, name: `plant ${id}` }),
+      body: JSON.stringify({ id, name }),
     });
   const acknowledged: number[] = [];
   const refused: number[] = [];
   /** POSTs new plants at once and sorts them into acknowledged (200) and refused (anything else). */
-  const create = async (count: number): Promise<TestResponse[]> => {
+  const create = async (count: number, nameLength = 0): Promise<TestResponse[]> => {
     const ids = Array.from({ length: count }, () => nextId++);
-    const answers = await Promise.all(ids.map(post));
+    const answers = await Promise.all(ids.map((id) => post(id, `plant ${id} ${"n".repeat(nameLength)}`.trim())));
     answers.forEach((answer, i) => (answer.status === 200 ? acknowledged : refused).push(ids[i]!));
     return answers;
   };
@@ -100,7 +103,19 @@ async function serverOn(databasePath: string, overrides: Partial<Config> = {}) {
       db.close();
     }
   };
-  return { running, lines, create, readyz, checkStored, acknowledged, refused };
+  /**
+   * Creates plants through the store, all in one tick, so they travel as one group: one
+   * transaction whose size the test decides. Sorted like `create`'s; resolves with how many were stored.
+   */
+  const createInOneGroup = async (count: number, nameLength: number): Promise<number> => {
+    const ids = Array.from({ length: count }, () => nextId++);
+    const outcomes = await Promise.allSettled(
+      ids.map((id) => running.store.create({ id: BigInt(id), name: `plant ${id} ${"n".repeat(nameLength)}` })),
+    );
+    outcomes.forEach((outcome, i) => (outcome.status === "fulfilled" ? acknowledged : refused).push(ids[i]!));
+    return outcomes.filter((outcome) => outcome.status === "fulfilled").length;
+  };
+  return { running, lines, create, createInOneGroup, readyz, checkStored, acknowledged, refused };
 }
 
 function expectStorageAnswer(answer: TestResponse, code: number, retryAfter: string, says: RegExp): void {
@@ -110,6 +125,18 @@ function expectStorageAnswer(answer: TestResponse, code: number, retryAfter: str
   expect(message).toMatch(says);
   // The cause is named in our words; SQLite's own text and codes stay in the log.
   expect(message).not.toMatch(/sqlite|SQLITE_|errcode/i);
+}
+
+/**
+ * Time that passes only when the test moves it on (its timers run on the wall clock), so a span
+ * readiness keeps lasts however slowly a loaded machine runs the requests inside it.
+ */
+function standingClock(): { clock: Clock; advance: (ms: number) => void } {
+  let now = Date.now();
+  return {
+    clock: { now: () => now, setTimer: (callback, ms) => systemClock.setTimer(callback, ms) },
+    advance: (ms) => (now += ms),
+  };
 }
 
 /** Polls /readyz until its status is `status`, within `ms`; resolves with that answer. */
@@ -146,6 +173,48 @@ describe("SQLite on a full disk", () => {
     unlinkSync(filler);
     await readyzBecomes(server.readyz, 200, 2_000);
     expect((await server.create(3)).map((a) => a.status)).toEqual([200, 200, 200]);
+    await server.running.close();
+    server.checkStored();
+  });
+});
+
+describe("SQLite on a disk with room for a small write but not for the creates that arrive", () => {
+  it("stays not ready while creates keep failing, though its one-row write probe still fits in the WAL", async () => {
+    const { clock, advance } = standingClock();
+    const dir = mountTmpfs(8);
+    const server = await serverOn(join(dir, "plants.db"), {}, clock);
+    expect((await server.create(5)).map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+
+    // 128 KiB left, then one group of creates of about 400 KB: it grows the WAL into all of that
+    // room and fails there. The WAL file keeps its length, so the next commits reuse the room: enough
+    // for the probe's one row, never for a group like the one that failed.
+    const filler = join(dir, "filler");
+    fillDisk(filler);
+    truncateSync(filler, statSync(filler).size - 128 * 1024);
+    const burst = () => server.createInOneGroup(600, 240);
+    expect(await burst(), "plants stored of a group larger than the room left").toBe(0);
+
+    // The first /readyz believes its probe (nothing contradicted one yet); once the creates after
+    // it failed too, /readyz stays 503 with the code of their failure, however often it is asked.
+    const rounds: string[] = [];
+    for (let round = 0; round < 5; round++) {
+      const ready = await server.readyz();
+      rounds.push(`${ready.status}/${await burst()}`);
+      if (round > 0) {
+        expectErrorShape(ready, 503, 50303);
+        expect((ready.json as { message: string }).message).toMatch(
+          /^writes are failing: .*disk is full.*the next probe is in \d+\.\d s$/,
+        );
+      }
+    }
+    expect(rounds, rounds.join(" ")).toEqual(["200/0", ...Array.from({ length: 4 }, () => "503/0")]);
+
+    // Space freed: once the distrust has passed, a probe is believed again and creates succeed.
+    unlinkSync(filler);
+    advance(10_000);
+    await readyzBecomes(server.readyz, 200, 2_000);
+    expect((await server.create(3)).map((a) => a.status)).toEqual([200, 200, 200]);
+    expect((await server.readyz()).status).toBe(200);
     await server.running.close();
     server.checkStored();
   });

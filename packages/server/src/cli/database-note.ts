@@ -19,7 +19,7 @@ export type DatabaseNote = {
 };
 
 /** A database URL fit to print: a PostgreSQL password never reaches the terminal or the log. */
-export function withoutPassword(databaseUrl: string): string {
+function withoutPassword(databaseUrl: string): string {
   if (!isPostgresUrl(databaseUrl)) return databaseUrl;
   const url = new URL(databaseUrl);
   if (url.password !== "") url.password = "***";

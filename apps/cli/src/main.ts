@@ -1,6 +1,8 @@
-#!/usr/bin/env node
 import { readCliEnv } from "./config.ts";
 import { run } from "./program.ts";
+
+// plantstore as a process: the program on process.argv, the environment and the standard streams;
+// imported by bin.ts once the Node version is known to be supported.
 
 // A reader that went away (`plantstore plants watch | head -3`) ends the command quietly, as
 // SIGPIPE ends other tools; Node ignores SIGPIPE, so the write fails with EPIPE instead.

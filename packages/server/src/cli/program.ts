@@ -1,10 +1,12 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
 import { Command, CommanderError } from "commander";
 
-import { addMigrateCommand } from "./cli/migrate-command.ts";
-import { addServeCommand } from "./cli/serve-command.ts";
-import { addTokensCommand } from "./cli/tokens-command.ts";
-import { addWebhooksCommand } from "./cli/webhooks-command.ts";
+import { addMigrateCommand } from "./migrate-command.ts";
+import { addServeCommand } from "./serve-command.ts";
+import { addTokensCommand } from "./tokens-command.ts";
+import { addWebhooksCommand } from "./webhooks-command.ts";
+
+// plantstore-server: its commands composed and run on process.argv; imported by ../bin.ts once
+// the Node version is known to be supported.
 
 const program = new Command()
   .name("plantstore-server")

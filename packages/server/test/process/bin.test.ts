@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { fakeNodeVersion, findOlderNode, SUPPORTED_NODE } from "@plantstore/test-support/older-node";
 import { describe, it, onTestFinished } from "vitest";
 
 import { rawRequest } from "../support/harness.ts";
@@ -160,4 +161,58 @@ describe("plantstore-server serve says which database it opened", () => {
       }),
     );
   });
+});
+
+/** `node <flags> dist/bin.js <args>` with `node`, to completion. */
+function runWith(
+  node: string,
+  flags: string[],
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(node, [...flags, BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const OLDER_NODE = findOlderNode();
+
+describe(`plantstore-server on a Node older than ${SUPPORTED_NODE}`, () => {
+  it("says which Node it needs, in one line on stderr, and exits 1 before loading the program (a faked 20.0.0)", async ({
+    expect,
+  }) => {
+    const result = await runWith(process.execPath, fakeNodeVersion("20.0.0"), ["--help"]);
+    expect(result).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `plantstore-server needs Node ≥ ${SUPPORTED_NODE}, found 20.0.0\n`,
+    });
+  });
+
+  // Only a real older Node shows the check runs before the imports it cannot load (node:sqlite);
+  // the CI image has one at /usr/bin/node. The title says which ran.
+  it(
+    OLDER_NODE === undefined
+      ? `says so under a real older Node too: none found on this machine, so only the faked version above ran`
+      : `says so under a real older Node too, ${OLDER_NODE.path} (${OLDER_NODE.version}), which has no node:sqlite`,
+    async ({ expect, annotate }) => {
+      if (OLDER_NODE === undefined) {
+        await annotate(`no Node older than ${SUPPORTED_NODE} on this machine: the bin ran under a faked version only`);
+        return;
+      }
+      for (const args of [["--help"], ["serve"], ["tokens", "list"]]) {
+        const result = await runWith(OLDER_NODE.path, [], args);
+        expect(result, args.join(" ")).toEqual({
+          code: 1,
+          stdout: "",
+          stderr: `plantstore-server needs Node ≥ ${SUPPORTED_NODE}, found ${OLDER_NODE.version}\n`,
+        });
+      }
+    },
+  );
 });

@@ -10,12 +10,15 @@ const dir = mkdtempSync(join(tmpdir(), "plantstore-database-note-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("noteDatabase: which database a command names", () => {
-  it("names a PostgreSQL database by its URL, never with its password", () => {
+  it("names a PostgreSQL database by its URL, never with its password or parameters", () => {
     expect(noteDatabase("postgres://admin:s3cret@db.internal:5432/plants?sslmode=require")).toEqual({
-      database: "postgres://admin:***@db.internal:5432/plants?sslmode=require",
+      database: "postgres://admin:***@db.internal:5432/plants",
       creates: false,
-      opened: "using the PostgreSQL database postgres://admin:***@db.internal:5432/plants?sslmode=require",
+      opened: "using the PostgreSQL database postgres://admin:***@db.internal:5432/plants",
     });
+    expect(noteDatabase("postgresql://admin@db.internal/plants?password=s3cret").database).toBe(
+      "postgresql://admin@db.internal/plants",
+    );
   });
 
   it("names a SQLite file by its absolute path, and whether opening it creates it", () => {

@@ -18,11 +18,15 @@ export type DatabaseNote = {
   opened: string;
 };
 
-/** A database URL fit to print: a PostgreSQL password never reaches the terminal or the log. */
+/**
+ * A database URL fit to print: a PostgreSQL password never reaches the terminal or the log, nor
+ * do the URL's parameters (libpq takes `password` and `sslpassword` there too).
+ */
 function withoutPassword(databaseUrl: string): string {
   if (!isPostgresUrl(databaseUrl)) return databaseUrl;
   const url = new URL(databaseUrl);
   if (url.password !== "") url.password = "***";
+  url.search = "";
   return url.toString();
 }
 

@@ -6,15 +6,15 @@ import { rawRequest } from "../../support/harness.ts";
 import { type ServerProcess, startCreationLoad, startServerProcess } from "../../support/processes.ts";
 
 const TOKEN = "breaker-token-0123456789abcdefghijklmn";
-// A short query timeout, so the statements the freeze hangs fail in about two seconds (with the
-// client's 1 s grace) and FAILURES of them open the circuit.
+// Small timeouts so the circuit trips in about a second (with the defaults, 5 s: the connect
+// timeout, which is how long a request waits for a pooled connection while every one is stuck).
+const CONNECT_TIMEOUT_MS = 500;
 const QUERY_TIMEOUT_MS = 1_000;
 const FAILURES = 3;
 /**
- * Longer than any test here: once the statements hung by the freeze are gone, anything that
- * reaches the frozen database waits for a connection this long. So an answer that comes while the
- * database is still frozen was not waiting on it, however slow the machine: what "at once" means,
- * checked without a clock.
+ * Timeouts longer than any test here: a request that waits on the frozen database for them gets
+ * no answer within the test, however slow the machine. So an answer that comes while the database
+ * is still frozen did not wait on it: "at once", checked without a clock.
  */
 const NEVER_MS = 300_000;
 
@@ -62,7 +62,7 @@ function percentile(values: number[], p: number): number {
 }
 
 describe("PostgreSQL frozen under load (silent, not refusing): the circuit breaker", () => {
-  it("answers 503 with Retry-After at once once open, serves 200 within 2 s of the thaw, and loses no answered plant", async ({
+  it("opens after PLANTSTORE_PG_BREAKER_FAILURES timeouts, answers 503 with Retry-After while open, serves 200 within 2 s of the thaw, and loses no answered plant", async ({
     annotate,
   }) => {
     const { database, proxy, url, dispose } = await databaseBehindProxy();
@@ -72,7 +72,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
       PLANTSTORE_TOKENS: TOKEN,
       PLANTSTORE_METRICS: "token",
       PLANTSTORE_PG_POOL_SIZE: "6",
-      PLANTSTORE_PG_CONNECT_TIMEOUT_MS: String(NEVER_MS),
+      PLANTSTORE_PG_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
       PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
       PLANTSTORE_PG_BREAKER_FAILURES: String(FAILURES),
     });
@@ -83,30 +83,35 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     let thawedAt = 0;
     let answeredAtOpen: Awaited<ReturnType<typeof createsAnswered>> | undefined;
     let answeredWhileOpen: Awaited<ReturnType<typeof createsAnswered>> | undefined;
-    let refusedWhileFrozen: typeof load.answers | undefined;
     try {
       await eventually(() => load.answers.filter((a) => a.answer.status === 200).length >= 50, {
         what: "200s before",
         timeoutMs: 20_000,
       });
       proxy.freeze();
-      const frozenAt = Date.now();
       await eventually(() => circuitOpen(server), { what: "the circuit to open", timeoutMs: 10_000 });
       openAt = Date.now();
       answeredAtOpen = await createsAnswered(server);
-      // The hung statements' timeouts (plus the client's grace), FAILURES of them: about two seconds.
-      expect(openAt - frozenAt).toBeLessThan(QUERY_TIMEOUT_MS + 1_000 + 2_000);
+      // Opened by FAILURES timeouts in a row (the connect timeouts of requests waiting for a pooled
+      // connection, about a second here), not by the stalled-statement probe, which needs a
+      // statement running 2 s and then a probe's 1 s: said by the log, not by timing the opening.
+      await eventually(
+        () =>
+          server
+            .output()
+            .includes(`PostgreSQL circuit open: it stopped answering (${FAILURES} timeouts or refusals in a row)`),
+        {
+          what: "the opening logged as FAILURES timeouts in a row",
+        },
+      );
       // Enough refusals to read a p99 from, all sent after the circuit was seen open.
       await eventually(() => load.answers.filter((a) => a.answer.startedAt >= openAt).length >= 300, {
         what: "answers while the circuit is open",
         timeoutMs: 20_000,
       });
       answeredWhileOpen = await createsAnswered(server);
-      // Answered while the database is frozen: its ping did not go to the database (NEVER_MS).
       const ready = await rawRequest(server.url, { method: "GET", path: "/readyz" });
       expect(ready.status).toBe(503);
-      // Every answer so far to a request sent after the opening came while the database was frozen.
-      refusedWhileFrozen = load.answers.filter((a) => a.answer.startedAt >= openAt);
       proxy.pass();
       thawedAt = Date.now();
       await eventually(() => load.answers.some((a) => a.answer.status === 200 && a.answer.startedAt >= thawedAt), {
@@ -120,19 +125,20 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     const whileOpen = load.answers.filter((a) => a.answer.startedAt >= openAt && a.answer.startedAt < thawedAt);
     expect(whileOpen.length).toBeGreaterThanOrEqual(300);
     for (const { answer } of whileOpen) {
+      // A request sent just before the thaw that a loaded machine only served after it may have
+      // met the closed circuit: a 200 then, never before the thaw.
+      if (answer.status === 200) {
+        expect(answer.startedAt + answer.ms).toBeGreaterThanOrEqual(thawedAt);
+        continue;
+      }
       expect(answer.status, answer.text).toBe(503);
       expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
       expect(answer.retryAfter).toBe("1");
     }
-    // At once: at least 300 refusals, every one answered while the database was still frozen, so
-    // none waited on it (NEVER_MS). How long they took depends on the machine's load (the share
-    // the server's own clock saw under 100 ms was 0.975 in one loaded run), so it is reported
-    // beside the result, not bounded.
-    expect(refusedWhileFrozen.length).toBeGreaterThanOrEqual(300);
-    for (const { answer } of refusedWhileFrozen) {
-      expect(answer.status, answer.text).toBe(503);
-      expect(answer.retryAfter).toBe("1");
-    }
+    // How long the refusals took depends on the machine's load (the share the server's own clock
+    // saw under 100 ms was 0.975 in one loaded run, and this process's p99 holds its own scheduling
+    // delays), so both are reported beside the result, not bounded; that they waited on nothing is
+    // the next test's.
     const refusals = {
       all: answeredWhileOpen.all - answeredAtOpen.all,
       within100ms: answeredWhileOpen.within100ms - answeredAtOpen.within100ms,
@@ -161,15 +167,12 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
     expect(await circuitOpen(server)).toBe(false);
     // The log comes through the child's stdout, which may arrive after its HTTP answers.
     await eventually(() => server.output().includes("PostgreSQL circuit closed"), { what: "the closing logged" });
-    expect(server.output()).toContain("PostgreSQL circuit open");
     expect(server.child.exitCode).toBeNull();
   }, 60_000);
 
-  it("answers the requests caught in flight by the freeze once the circuit opens, not after the query timeout", async () => {
-    // Timeouts longer than the test: a request still waiting on the silent database for them would
-    // get no answer within it, however slow the machine; the circuit opens without them, because a
-    // statement stalled and a probe got no answer (about 3.5 s after the freeze).
-    const queryTimeoutMs = NEVER_MS;
+  it("answers the requests caught in flight by the freeze once the circuit opens, and every later one at once, not after the timeouts", async () => {
+    // Timeouts longer than the test (NEVER_MS): the circuit opens without them, because a statement
+    // stalled and a probe got no answer (about 3.5 s after the freeze).
     const { proxy, url, dispose } = await databaseBehindProxy();
     cleanups.push(dispose);
     const server = await startServerProcess({
@@ -178,7 +181,7 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
       PLANTSTORE_METRICS: "token",
       PLANTSTORE_PG_POOL_SIZE: "6",
       PLANTSTORE_PG_CONNECT_TIMEOUT_MS: String(NEVER_MS),
-      PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(queryTimeoutMs),
+      PLANTSTORE_PG_QUERY_TIMEOUT_MS: String(NEVER_MS),
     });
     cleanups.push(() => server.stop());
     const load = startCreationLoad(server, TOKEN, { retryPauseMs: 20 });
@@ -188,7 +191,6 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
         timeoutMs: 20_000,
       });
       proxy.freeze();
-      const frozenAt = Date.now();
       // A statement running 2 s makes the breaker probe; no answer within 1 s opens the circuit
       // (about 3.5 s after the freeze), and the callers of the hung statements are answered then.
       await eventually(() => circuitOpen(server), { what: "the circuit to open", timeoutMs: 20_000 });
@@ -200,11 +202,26 @@ describe("PostgreSQL frozen under load (silent, not refusing): the circuit break
         what: "answers to the requests sent before the circuit opened",
         timeoutMs: 20_000,
       });
-      expect(Date.now() - frozenAt).toBeLessThan(queryTimeoutMs);
       const caught = load.answers.filter((a) => a.answer.startedAt < openAt && a.answer.status !== 200);
       expect(caught.length).toBeGreaterThan(0);
       for (const { answer } of caught)
         expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+
+      // At once while open: 300 refusals of requests sent after the opening, and /readyz, all
+      // answered while the database is still frozen, so none of them waited on it (NEVER_MS).
+      await eventually(() => load.answers.filter((a) => a.answer.startedAt >= openAt).length >= 300, {
+        what: "answers while the circuit is open",
+        timeoutMs: 20_000,
+      });
+      const ready = await rawRequest(server.url, { method: "GET", path: "/readyz" });
+      expect(ready.status).toBe(503);
+      const refused = load.answers.filter((a) => a.answer.startedAt >= openAt);
+      expect(proxy.mode()).toBe("freeze");
+      for (const { answer } of refused) {
+        expect(answer.status, answer.text).toBe(503);
+        expect(JSON.parse(answer.text)).toEqual({ error: 50300, message: expect.any(String) });
+        expect(answer.retryAfter).toBe("1");
+      }
     } finally {
       proxy.pass();
       await load.stop();

@@ -9,6 +9,11 @@ export const sharedConfig = defineConfig({
   ssr: { resolve: { conditions: ["@plantstore/source"] } },
   test: {
     environment: "node",
+    // What vitest would otherwise decide from CI, fixed, so that a test's outcome does not depend
+    // on it (turbo passes CI through without hashing it): `.only` fails the run (lint refuses it
+    // too), and a missing snapshot is a failure rather than written.
+    allowOnly: false,
+    update: "none",
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // One module graph per worker, not per file: a fresh graph cost each server test file 1–3 s

@@ -2,18 +2,18 @@
 # The README's two quick-start commands, on any machine with bash and the npm registry:
 #   bash scripts/run.sh dev    install everything, then run the store on SQLite (pnpm turbo dev)
 #   bash scripts/run.sh test   install everything, then build and run the whole test suite
-# Node 24 and pnpm are fetched from the npm registry when missing (scripts/toolchain.sh).
+# Node 24, pnpm and npm are fetched from the npm registry when missing (scripts/toolchain.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 caller_path="$PATH"
 # shellcheck source=scripts/toolchain.sh
 source scripts/toolchain.sh
 
-# What toolchain.sh put on PATH (Node 24, pnpm from .toolchain/) lasts only as long as this script:
+# What toolchain.sh put on PATH (Node 24, pnpm, npm from .toolchain/) lasts only as long as this script:
 # tell the reader how to get it in their shell, where the docs' `pnpm …` commands run.
 toolchain_hint() {
   if [ "$PATH" != "$caller_path" ]; then
-    echo "run.sh: your shell's Node is older than 22.12 or has no pnpm; before the README's pnpm commands, run: source scripts/toolchain.sh" >&2
+    echo "run.sh: your shell's Node is older than 22.12 or has no pnpm or npm; before the README's pnpm and npm commands, run: source scripts/toolchain.sh" >&2
   fi
 }
 

@@ -350,7 +350,7 @@ describe("apps/cli/README.md", () => {
       const stdout = await bash("plantstore whoami", { dir: store.dir, url: store.server.url, env });
       expect(anyIdOrTime(stdout)).toBe(anyIdOrTime(whoami!));
 
-      // The block updated plant 42 twice: its revision from before, as the update section sends it, is stale.
+      // The block updated plant 52 twice: its revision from before, as the update section sends it, is stale.
       const updateSection = section(markdown, "`plantstore plants update <id>`");
       const [stale] = codeBlocks(updateSection, "sh");
       const [refusal] = codeBlocks(updateSection, "text");

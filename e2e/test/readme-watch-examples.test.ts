@@ -87,8 +87,8 @@ describe("apps/cli/README.md: plants watch", () => {
   it("each line prints what its comment shows, then ends on SIGINT with exit 0", { timeout: 60_000 }, async () => {
     const client = createPlantStoreClient({ baseUrl: store.server.url, token: TOKEN, fetch: checkedFetch });
     // What the comments show happened on a store of its own: Sage created (position 1), then deleted (2).
-    await client.createPlant({ id: 43n, name: "Sage", tag: "herb" });
-    await client.deletePlant(43n);
+    await client.createPlant({ id: 53n, name: "Sage", tag: "herb" });
+    await client.deletePlant(53n);
     const commands = block!.split("\n").filter((line) => line.startsWith("plantstore "));
     expect(commands).toHaveLength(2);
     for (const line of commands) {

@@ -39,11 +39,18 @@ afterAll(() => {
   if (copy !== undefined) rmSync(copy, { recursive: true, force: true });
 });
 
-/** Every task's hash as `turbo run test typecheck build --dry=json` reports it in the copy. */
-async function hashes(): Promise<Map<string, string>> {
+/**
+ * Every task's hash as `turbo run test typecheck build --dry=json` reports it in the copy, with
+ * `CI` set as given (unset by default).
+ */
+async function hashes(ci?: string): Promise<Map<string, string>> {
   // Without the TURBO_* variables of the turbo run this test may be part of: the copy is a run of its own.
-  const inherited = Object.entries(cleanEnv()).filter(([name]) => !name.startsWith("TURBO_"));
-  const env = { ...Object.fromEntries(inherited), TURBO_TELEMETRY_DISABLED: "1" };
+  const inherited = Object.entries(cleanEnv()).filter(([name]) => !name.startsWith("TURBO_") && name !== "CI");
+  const env = {
+    ...Object.fromEntries(inherited),
+    TURBO_TELEMETRY_DISABLED: "1",
+    ...(ci === undefined ? {} : { CI: ci }),
+  };
   const stdout = await runOk(process.execPath, [TURBO, "run", "test", "typecheck", "build", "--dry=json"], {
     cwd: copy,
     env,
@@ -75,5 +82,16 @@ describe("turbo's hashes of the tasks that read @plantstore/test-support", () =>
     const changed = await changedBy("packages/test-support/seed-openapi.json", (path) => appendFileSync(path, "\n"));
     expect(changed).toEqual(expect.arrayContaining(READERS));
     for (const task of BYSTANDERS) expect(changed).not.toContain(task);
+  });
+});
+
+describe("turbo's hashes and the CI variable", () => {
+  it("are the same with CI=true as without, so a run after `CI=true bash scripts/run.sh test` replays it", async () => {
+    const local = await hashes();
+    const ci = await hashes("true");
+    expect([...ci.keys()].sort()).toEqual([...local.keys()].sort());
+    expect([...local.keys()].filter((task) => task.endsWith("#test")).length).toBeGreaterThanOrEqual(5);
+    const differing = [...local].filter(([task, hash]) => ci.get(task) !== hash).map(([task]) => task);
+    expect(differing).toEqual([]);
   });
 });

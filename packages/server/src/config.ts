@@ -90,7 +90,7 @@ export const SETTINGS = {
     type: z.string().min(1),
     default: DEFAULT_DATABASE_URL,
     secret: true,
-    help: "`sqlite:<path>`, `sqlite::memory:`, or `postgres://user:password@host:5432/database` (also `postgresql://`; libpq URL syntax, e.g. `?sslmode=require`). Relative SQLite paths are resolved against the working directory.",
+    help: "`sqlite:<path>`, `sqlite::memory:`, or `postgres://user:password@host:5432/database` (also `postgresql://`; libpq URL syntax, e.g. `?sslmode=require`). Relative SQLite paths are resolved against the working directory; every command names the database it opened (on stderr; `serve` in its `plantstore listening` log line), and says when it has just created a SQLite file.",
   }),
   /**
    * The connections of this process; together they bound every request during an outage (the

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 
 import { PinoPretty } from "pino-pretty";
 
+import { noteDatabase } from "./cli/database-note.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { startServer } from "./server.ts";
@@ -25,17 +26,11 @@ function devToken(): string {
   return token;
 }
 
-/** A database URL fit to print: a PostgreSQL password never reaches the terminal. */
-function withoutPassword(databaseUrl: string): string {
-  if (!/^postgres(ql)?:/.test(databaseUrl)) return databaseUrl;
-  const url = new URL(databaseUrl);
-  if (url.password !== "") url.password = "***";
-  return url.toString();
-}
-
 const base = loadConfig();
 const token = devToken();
 const config = { ...base, tokens: [...base.tokens, token] };
+// By its absolute path: admin commands run from another folder resolve a relative one elsewhere.
+const { database } = noteDatabase(config.databaseUrl);
 // Synchronous, so the lines of a stop are printed before the process exits.
 const readable = PinoPretty({
   colorize: process.stdout.isTTY,
@@ -49,7 +44,7 @@ const running = await startServer({ config, logger: createLogger(config.logLevel
 process.stdout.write(
   [
     "",
-    `Plant Store (development) on ${running.url}, database ${withoutPassword(config.databaseUrl)}`,
+    `Plant Store (development) on ${running.url}, database ${database}`,
     `OpenAPI document: ${running.url}/openapi.json`,
     `API reference:    ${running.url}/docs   (Authorize with the token in the curl line below)`,
     "Try it:",

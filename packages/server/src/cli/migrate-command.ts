@@ -2,6 +2,7 @@ import type { Command } from "commander";
 
 import { openStore } from "../storage/open-store.ts";
 import { configFrom, databaseUrlOption } from "./command-config.ts";
+import { openNoted } from "./database-note.ts";
 
 /** `plantstore-server migrate`: apply pending migrations and exit, e.g. before starting several servers. */
 export function addMigrateCommand(program: Command): void {
@@ -11,7 +12,9 @@ export function addMigrateCommand(program: Command): void {
     .addOption(databaseUrlOption("sqlite:<path>, sqlite::memory: or postgres://…"))
     .action(async (options: { databaseUrl?: string }) => {
       const config = configFrom(options);
-      const store = await openStore(config.databaseUrl, { postgres: config.postgres });
+      const store = await openNoted(config.databaseUrl, () =>
+        openStore(config.databaseUrl, { postgres: config.postgres }),
+      );
       await store.close();
       process.stdout.write("migrations applied\n");
     });

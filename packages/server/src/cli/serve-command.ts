@@ -5,6 +5,7 @@ import { createLogger } from "../logger.ts";
 import { openStore } from "../storage/open-store.ts";
 import { isWorkerProcess, reportSignalsHandled, superviseWorkers } from "../workers.ts";
 import { configFrom, type ConfigOptions, databaseUrlOption } from "./command-config.ts";
+import { noteDatabase } from "./database-note.ts";
 
 /**
  * `plantstore-server serve`: migrate, listen, and on SIGTERM/SIGINT stop gracefully within
@@ -22,10 +23,16 @@ export function addServeCommand(program: Command): void {
     .action(async (options: ConfigOptions) => {
       const config = configFrom(options);
       const logger = createLogger(config.logLevel);
+      // The admin commands say the same on stderr; here it is part of the log.
+      const { database, creates, opened } = noteDatabase(config.databaseUrl);
+      const logCreated = () => {
+        if (creates) logger.info({ database }, opened);
+      };
       if (config.workers > 1 && !isWorkerProcess()) {
         if (config.port === 0) throw new Error("PLANTSTORE_WORKERS > 1 needs a fixed PORT, not 0");
         // Migrate once, before any worker opens the database.
         await (await openStore(config.databaseUrl, { postgres: config.postgres })).close();
+        logCreated();
         superviseWorkers(config.workers, logger, config.shutdownTimeoutMs);
         return;
       }
@@ -69,6 +76,7 @@ export function addServeCommand(program: Command): void {
       process.on("SIGINT", stop);
       reportSignalsHandled();
       const running = await startup;
-      logger.info({ url: running.url }, "plantstore listening");
+      logCreated();
+      logger.info({ url: running.url, database }, "plantstore listening");
     });
 }

@@ -5,6 +5,7 @@ import { ALL_SCOPES } from "../auth/principal.ts";
 import { openStore, openTokenStore } from "../storage/open-store.ts";
 import type { TokenRecord, TokenStore } from "../storage/token-store.ts";
 import { closingAfter, configFrom, databaseUrlOption } from "./command-config.ts";
+import { openNoted } from "./database-note.ts";
 
 type DbOptions = { databaseUrl?: string };
 
@@ -85,7 +86,7 @@ export function addTokensCommand(program: Command): void {
     if (databaseUrl === "sqlite::memory:")
       throw new Error("tokens commands need a database the server also uses, not sqlite::memory:");
     // Applies pending migrations first, as the server would.
-    await (await openStore(databaseUrl, { postgres })).close();
+    await (await openNoted(databaseUrl, () => openStore(databaseUrl, { postgres }))).close();
     return closingAfter(await openTokenStore(databaseUrl, "admin", { postgres }), work);
   };
   const out = (text: string) => process.stdout.write(`${text}\n`);

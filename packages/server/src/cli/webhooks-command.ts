@@ -10,6 +10,7 @@ import {
 } from "../storage/webhook-admin.ts";
 import { checkWebhookUrl, createOutboundPolicy } from "../webhooks/outbound-guard.ts";
 import { closingAfter, configFrom, databaseUrlOption } from "./command-config.ts";
+import { openNoted } from "./database-note.ts";
 
 type DbOptions = { databaseUrl?: string };
 
@@ -17,7 +18,9 @@ type DbOptions = { databaseUrl?: string };
 async function withAdmin<T>(options: DbOptions, work: (admin: WebhookAdmin) => Promise<T>): Promise<T> {
   const config = configFrom(options);
   return closingAfter(
-    await openWebhookAdmin(config.databaseUrl, { postgres: { ...config.postgres, poolSize: 1 } }),
+    await openNoted(config.databaseUrl, () =>
+      openWebhookAdmin(config.databaseUrl, { postgres: { ...config.postgres, poolSize: 1 } }),
+    ),
     work,
   );
 }

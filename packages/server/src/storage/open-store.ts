@@ -30,7 +30,8 @@ export type OpenStoreOptions = {
 
 const USAGE = "use sqlite:<path>, sqlite::memory: or postgres://user@host:port/database";
 
-function sqlitePath(databaseUrl: string): string {
+/** The file a `sqlite:` URL names, absolute (a relative path starts from the working directory), or `:memory:`. */
+export function sqlitePath(databaseUrl: string): string {
   const path = databaseUrl.slice("sqlite:".length);
   if (path.length === 0) throw new Error("DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/plantstore.db");
   return path === ":memory:" ? path : resolve(path);

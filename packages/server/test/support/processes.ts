@@ -63,17 +63,27 @@ export async function startServerProcess(
   };
 }
 
-/** Runs `plantstore-server <args>` to completion. */
-export function runBin(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+/**
+ * Runs `plantstore-server <args>` to completion: `stdout` is the command's output (`--json`'s
+ * JSON), `out` both streams as they came, for messages (stderr names the database first).
+ */
+export function runBin(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    let stdout = "";
     let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
+      out += c.toString();
+    });
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
-    child.on("exit", (code) => resolve({ code, out }));
+    child.on("close", (code) => resolve({ code, stdout, out }));
   });
 }
 

@@ -186,15 +186,19 @@ describe("webhook targets on private addresses", () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.dispose());
     const run = (args: string[]) =>
-      new Promise<{ code: number | null; out: string }>((resolve) => {
+      new Promise<{ code: number | null; stdout: string; out: string }>((resolve) => {
         const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", database.url], {
           stdio: ["ignore", "pipe", "pipe"],
           env: { ...process.env, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "" },
         });
+        let stdout = "";
         let out = "";
-        child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+        child.stdout.on("data", (c: Buffer) => {
+          stdout += c.toString();
+          out += c.toString();
+        });
         child.stderr.on("data", (c: Buffer) => (out += c.toString()));
-        child.on("exit", (code) => resolve({ code, out }));
+        child.on("close", (code) => resolve({ code, stdout, out }));
       });
     const refused = await run(["add", "http://127.0.0.1:9/hook"]);
     expect(refused.code).toBe(1);
@@ -208,11 +212,11 @@ describe("webhook targets on private addresses", () => {
     expect(compatible.code).toBe(1);
     expect(compatible.out).toMatch(/PLANTSTORE_WEBHOOK_ALLOWED_HOSTS/);
     expect(added.code).toBe(0);
-    const subscriber = JSON.parse(added.out) as { id: string; secret: string };
+    const subscriber = JSON.parse(added.stdout) as { id: string; secret: string };
     expect(subscriber.secret).toMatch(/^whsec_/);
     const listed = await run(["list", "--json"]);
     expect(listed.out).not.toContain(subscriber.secret);
-    expect(JSON.parse(listed.out)).toEqual([expect.objectContaining({ id: subscriber.id, active: true })]);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: subscriber.id, active: true })]);
     expect((await run(["remove", subscriber.id])).code).toBe(0);
   });
 });

@@ -22,17 +22,21 @@ afterEach(async () => {
 });
 
 /** `plantstore-server webhooks <args>` on the server's database, as an operator runs it beside the server. */
-function webhooksCli(server: TestServer, args: string[]): Promise<{ code: number | null; stdout: string }> {
+function webhooksCli(
+  server: TestServer,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "webhooks", ...args, "--database-url", server.database.url], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, PLANTSTORE_WEBHOOK_ALLOWED_HOSTS: "127.0.0.1", PLANTSTORE_LOG_LEVEL: "silent" },
     });
     let stdout = "";
+    let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout }));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
 
@@ -66,7 +70,7 @@ describe("webhook event types", () => {
       SECRET,
       "--json",
     ]);
-    expect(added.code, added.stdout).toBe(0);
+    expect(added.code, added.stderr).toBe(0);
     expect(JSON.parse(added.stdout)).toMatchObject({ events: ["plant.created", "plant.updated", "plant.deleted"] });
     const listed = await webhooksCli(server, ["list"]);
     expect(listed.stdout).toContain(`${chosen.url}  plant.created,plant.updated,plant.deleted`);
@@ -105,7 +109,7 @@ describe("webhook event types", () => {
 
     // Each delivery says which event it sends, newest first.
     const deliveries = await webhooksCli(server, ["deliveries", "--json"]);
-    expect(deliveries.code, deliveries.stdout).toBe(0);
+    expect(deliveries.code, deliveries.stderr).toBe(0);
     const chosenId = (JSON.parse(added.stdout) as { id: string }).id;
     const sent = (JSON.parse(deliveries.stdout) as Array<{ subscriberId: string; event: string | null }>).map((d) => [
       d.subscriberId === chosenId ? "chosen" : "legacy",
@@ -132,7 +136,7 @@ describe("webhook event types", () => {
       "plant.created,plant.eaten",
     ]);
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toContain("plant.created, plant.updated, plant.deleted");
+    expect(refused.stderr).toContain("plant.created, plant.updated, plant.deleted");
     const admin = await openWebhookAdmin(server.database.url);
     cleanups.push(() => admin.close());
     expect(await admin.list()).toEqual([]);

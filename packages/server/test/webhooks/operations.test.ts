@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { eventually } from "@plantstore/test-support/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 
+import { noteDatabase } from "../../src/cli/database-note.ts";
 import { openWebhookAdmin } from "../../src/storage/open-store.ts";
 import type { WebhookAdmin } from "../../src/storage/webhook-admin.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
@@ -33,6 +34,9 @@ function webhooksCli(
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** What every `webhooks` command writes first on stderr: the database it opened (the server's, which exists). */
+const openedLine = (server: TestServer) => `plantstore-server: ${noteDatabase(server.database.url).opened}\n`;
 
 type DeliveryJson = {
   id: number;
@@ -221,7 +225,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
       const server = await storeWith("https://hooks.example.com/plants");
       const result = await webhooksCli(server, ["replay", id]);
       expect(result.code).toBe(1);
-      expect(result.stderr).toBe(`plantstore-server: no delivery ${id}\n`);
+      expect(result.stderr).toBe(`${openedLine(server)}plantstore-server: no delivery ${id}\n`);
     },
   );
 
@@ -241,7 +245,7 @@ describe("plantstore-server webhooks deliveries and replay", () => {
     const replayed = await webhooksCli(server, ["replay", String(delivery.id)]);
     expect(replayed.code).toBe(1);
     expect(replayed.stderr).toBe(
-      `plantstore-server: delivery ${delivery.id} cannot be sent: its subscriber was removed\n`,
+      `${openedLine(server)}plantstore-server: delivery ${delivery.id} cannot be sent: its subscriber was removed\n`,
     );
     await server.createRaw('{"id":7,"name":"second"}');
     await eventually(() => staying.received.length === 1, { what: "the delivery to the remaining subscriber" });

@@ -122,7 +122,7 @@ describe("three plantstore-server processes on one PostgreSQL", () => {
     // The admin CLI sees the same on PostgreSQL: every delivery delivered, none failed.
     const deliveries = await runBin(["webhooks", "deliveries", "--json", "--limit", "1000"], env);
     expect(deliveries.code, deliveries.out).toBe(0);
-    const rows = JSON.parse(deliveries.out) as Array<{ status: string; attempts: number }>;
+    const rows = JSON.parse(deliveries.stdout) as Array<{ status: string; attempts: number }>;
     expect(rows).toHaveLength(ids.length);
     expect(rows.every((d) => d.status === "delivered" && d.attempts === 1)).toBe(true);
 

@@ -46,9 +46,14 @@ describe("PostgresBreaker: a statement whose answer the client stopped waiting f
     const silent = breaker.call(() => query(pool, "SELECT 1"));
     await expect(silent).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(breaker.state).toBe("open");
-    // Open: nothing reaches the pool, the answer is immediate.
-    const started = performance.now();
-    await expect(breaker.call(() => query(pool, "SELECT 1"))).rejects.toThrow(/circuit is open/);
-    expect(performance.now() - started).toBeLessThan(50);
+    // Open: the answer is immediate because nothing reaches the pool (not timed: a loaded machine
+    // can hold up any answer).
+    let reached = false;
+    const refused = breaker.call(() => {
+      reached = true;
+      return query(pool, "SELECT 1");
+    });
+    await expect(refused).rejects.toThrow(/circuit is open/);
+    expect(reached).toBe(false);
   }, 20_000);
 });

@@ -108,12 +108,6 @@ export function createApp(options: AppOptions): Koa {
 
   const throttle = options.logThrottle ?? new LogThrottle();
   app.use(requestContext(logger, metrics, throttle));
-  // On every answer, errors included: a browser must take each body as the type it is sent as, never
-  // sniff an Error body or a JSON answer into something it would render or run.
-  app.use((ctx, next) => {
-    ctx.set("X-Content-Type-Options", "nosniff");
-    return next();
-  });
   app.use(closeWhenBodyUnread());
   // Before anything routes: the preflight check, the route table and the docs page read ctx.path.
   app.use((ctx, next) => {

@@ -33,7 +33,7 @@ function labelledChildren<C>(make: (...labels: string[]) => C): (...labels: stri
 
 /**
  * Outermost middleware: gives every request an id (the caller's `X-Request-Id` when it is safe,
- * else a new UUID), returns it, and after the answer writes one access-log line and the request
+ * else a new UUID), returns it with `nosniff`, and after the answer writes one access-log line and the request
  * metrics. The token is never logged: the line carries the method, the route template, the
  * status and the duration, not headers or bodies.
  *
@@ -60,6 +60,9 @@ export function requestContext(logger: Logger, metrics: Metrics, throttle: LogTh
     state.requestId = requestId;
     state.route = "unmatched";
     ctx.set("X-Request-Id", requestId);
+    // On every answer, errors included: a browser must take each body as the type it is sent as,
+    // never sniff an Error body or a JSON answer into something it would render or run.
+    ctx.set("X-Content-Type-Options", "nosniff");
     try {
       await next();
     } finally {

@@ -10,7 +10,8 @@ const HOST = /^(?:\[[0-9A-Za-z:.%_~-]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*
 function hostProblem(req: IncomingMessage): string | undefined {
   const values: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    if (req.rawHeaders[i]!.toLowerCase() === "host") values.push(req.rawHeaders[i + 1]!);
+    const name = req.rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === "host") values.push(req.rawHeaders[i + 1]!);
   }
   if (values.length > 1) return "the request has more than one Host header";
   if (values.length === 0) return req.httpVersion === "1.0" ? undefined : "an HTTP/1.1 request needs a Host header";

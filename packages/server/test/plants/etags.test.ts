@@ -5,7 +5,7 @@ import { startTestServer, type TestServer, TOKEN } from "../support/harness.ts";
 import { createTestDatabase } from "../support/test-database.ts";
 
 /**
- * A plant's ETag is opaque: an HMAC of its content under a secret its database keeps, so it tells
+ * A plant's ETag is opaque: a digest of its content keyed by a secret its database keeps, so it tells
  * whoever sees it (a write-only token's 412, a proxy's log, a cache) nothing that guessed content
  * could be checked against offline, while every instance on the database still answers the same
  * tag for the same content. Runs on both backends.
@@ -21,7 +21,7 @@ const create = async (server: TestServer, plant: { id: bigint; name: string; tag
   expect((await server.createRaw(JSON.stringify({ ...plant, id: Number(plant.id) }))).status).toBe(200);
 
 describe("a plant's ETag", () => {
-  it("is an HMAC-SHA256 of its JSON under its database's secret, not a plain SHA-256 anyone could compute", async () => {
+  it("is a SHA-256 of its database's secret and its JSON, not a plain SHA-256 anyone could compute", async () => {
     await using server = await startTestServer();
     await create(server);
     const etag = await etagOf(server, PLANT.id);
